@@ -1,0 +1,45 @@
+"""adplace: device placement for dataflow graphs. `import adplace as tf` and TF1 graph-mode code runs.
+
+Only re-exports live here; see adplace/framework (graph), adplace/ops (op constructors), adplace/placement.py (the
+placer) and adplace/runtime (sessions).
+"""
+import types as _types
+
+from adplace import config, errors, nn, train
+from adplace.framework import dtypes
+from adplace.framework.device_spec import DeviceSpec
+from adplace.framework.dtypes import (DType, as_dtype, bool, complex64, complex128, double, float16, float32,  # noqa: A004
+                                      float32_ref, float64, float64_ref, half, int8, int16, int32, int32_ref, int64,
+                                      int64_ref, string, uint8, uint16, uint32, uint64)
+from adplace.framework.graph import (Graph, GraphKeys, NodeDef, Operation, Tensor, add_to_collection,
+                                     add_to_collections, colocate_with, control_dependencies, convert_to_tensor,
+                                     device, get_collection, get_collection_ref, get_default_graph,
+                                     get_default_session, name_scope, register_tensor_conversion_function,
+                                     reset_default_graph, set_random_seed)
+from adplace.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
+from adplace.framework.tensor_shape import Dimension, TensorShape
+from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - registers the NumPy kernels
+from adplace.ops.array_ops import (concat, expand_dims, fill, identity, newaxis, ones, ones_like, placeholder, rank,
+                                   reshape, shape, size, split, squeeze, stack, stop_gradient, transpose, unstack,
+                                   zeros, zeros_like)
+from adplace.ops.constant_op import constant
+from adplace.ops.control_flow_ops import group, no_op
+from adplace.ops.math_ops import (abs, add, add_n, cast, ceil, cos, div, divide, equal, exp, floor, floordiv,  # noqa: A004
+                                  floormod, greater, greater_equal, less, less_equal, log, log1p, matmul, maximum,
+                                  minimum, multiply, negative, not_equal, pow, range, reciprocal, reduce_max,
+                                  reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, rsqrt, sigmoid, sign, sin,
+                                  sqrt, square, squared_difference, subtract, tan, tanh, to_float, truediv)
+from adplace.ops.random_ops import random_normal, random_uniform, truncated_normal
+from adplace.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from adplace.ops.variables import (Variable, all_variables, global_variables, global_variables_initializer,
+                                   initialize_all_variables, local_variables, local_variables_initializer,
+                                   trainable_variables, variables_initializer)
+from adplace.runtime.options import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
+from adplace.runtime.session import InteractiveSession, Session
+from adplace.train.device_setter import PS_OPS, assign_to_device
+
+mod = floormod
+random = _types.SimpleNamespace(uniform=random_uniform, normal=random_normal, truncated_normal=truncated_normal,
+                                set_random_seed=set_random_seed)
+
+__version__ = "0.1.0"

@@ -1,0 +1,119 @@
+"""Device discovery: CPU:0 always, CUDA GPUs through CuPy when present, and virtual GPUs.
+
+A virtual GPU is a GPU to the placer (GPU kernels, GPU dtype rules, transfers) but computes with NumPy; virtual GPUs
+make every multi-device feature testable without a GPU, and every listing says plainly that they are virtual.
+
+    ADPLACE_VIRTUAL_GPUS=2 adplace devices   # CPU:0, GPU:0 (virtual), GPU:1 (virtual)
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from dataclasses import dataclass
+
+LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
+DEVICE_TYPE_PRIORITY = {"GPU": 210, "CPU": 70}  # TF's device factory priorities: GPU before CPU
+
+
+@dataclass(frozen=True)
+class Device:
+    """One local device; `name` is the full TF name, e.g. /job:localhost/replica:0/task:0/device:GPU:0."""
+
+    device_type: str
+    index: int
+    is_virtual: bool = False
+    description: str = ""
+    memory_limit_bytes: int = 0
+    physical_id: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{LOCAL_PREFIX}/device:{self.device_type}:{self.index}"
+
+    @property
+    def short_name(self) -> str:
+        return f"/device:{self.device_type}:{self.index}"
+
+    def __str__(self) -> str:
+        tag = " (virtual)" if self.is_virtual else ""
+        return f"{self.name}{tag}"
+
+
+_virtual_gpus_override: int | None = None
+
+
+def set_virtual_gpus(count: int | None) -> None:
+    """Use `count` virtual GPUs in sessions created from now on (None: back to ADPLACE_VIRTUAL_GPUS)."""
+    global _virtual_gpus_override
+    if count is not None and (not isinstance(count, int) or count < 0):
+        raise ValueError(f"virtual GPU count must be a non-negative int or None, got {count!r}")
+    _virtual_gpus_override = count
+
+
+def virtual_gpu_count() -> int:
+    """The configured number of virtual GPUs: set_virtual_gpus(), else $ADPLACE_VIRTUAL_GPUS, else 0."""
+    if _virtual_gpus_override is not None:
+        return _virtual_gpus_override
+    text = os.environ.get("ADPLACE_VIRTUAL_GPUS", "").strip()
+    if not text:
+        return 0
+    try:
+        count = int(text)
+    except ValueError:
+        raise ValueError(f"ADPLACE_VIRTUAL_GPUS must be a non-negative integer, got {text!r}") from None
+    if count < 0:
+        raise ValueError(f"ADPLACE_VIRTUAL_GPUS must be a non-negative integer, got {text!r}")
+    return count
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_gpus() -> tuple[Device, ...]:
+    """The CUDA GPUs CuPy sees (CUDA_VISIBLE_DEVICES applies); empty without CuPy or without a GPU."""
+    if importlib.util.find_spec("cupy") is None:
+        return ()
+    try:
+        import cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # a CuPy without a driver or a GPU raises its own CUDA errors
+        return ()
+    gpus = []
+    for i in range(count):
+        props = cupy.cuda.runtime.getDeviceProperties(i)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        gpus.append(Device("GPU", i, description=f"device: {i}, name: {name}, compute capability: "
+                                                 f"{props['major']}.{props['minor']}",
+                           memory_limit_bytes=int(props["totalGlobalMem"]), physical_id=i))
+    return tuple(gpus)
+
+
+def local_devices(device_count: dict | None = None, visible_device_list: str = "") -> list[Device]:
+    """The devices a session gets: CPU:0, then real GPUs, then virtual GPUs, limited by ConfigProto's options.
+
+    `visible_device_list` ("1,0") selects and renumbers GPUs like CUDA_VISIBLE_DEVICES; `device_count={"GPU": 0}`
+    hides every GPU.
+    """
+    gpus = list(cuda_gpus())
+    gpus += [Device("GPU", len(gpus) + i, is_virtual=True, description=f"virtual GPU {len(gpus) + i} (NumPy)")
+             for i in range(virtual_gpu_count())]
+    if visible_device_list:
+        try:
+            wanted = [int(x) for x in visible_device_list.split(",")]
+        except ValueError:
+            raise ValueError(f"visible_device_list must be comma-separated GPU ids, got {visible_device_list!r}") \
+                from None
+        for gpu_id in wanted:
+            if not 0 <= gpu_id < len(gpus):
+                raise ValueError(f"'visible_device_list' listed an invalid GPU id '{gpu_id}' but visible device "
+                                 f"count is {len(gpus)}")
+        gpus = [Device("GPU", new, gpus[old].is_virtual, gpus[old].description, gpus[old].memory_limit_bytes,
+                       gpus[old].physical_id) for new, old in enumerate(wanted)]
+    limits = device_count or {}
+    gpus = gpus[:limits.get("GPU", len(gpus))]
+    cpus = [Device("CPU", 0, description="")][:max(1, limits.get("CPU", 1))]
+    return cpus + gpus
+
+
+def list_devices() -> list[Device]:
+    """The devices a default session would get."""
+    return local_devices()

@@ -1,0 +1,121 @@
+"""DType: TF's element types, their NumPy equivalents, and the reference (`*_ref`) variants variables output."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class DType:
+    """An element type (tf.DType). `float32_ref` is what a VariableV2 outputs; its `base_dtype` is float32."""
+
+    __slots__ = ("_name", "_np", "_is_ref", "_enum")
+
+    def __init__(self, name: str, np_type, enum: int, is_ref: bool = False):
+        self._name, self._np, self._enum, self._is_ref = name, np_type, enum, is_ref
+
+    name = property(lambda self: self._name)
+    as_numpy_dtype = property(lambda self: self._np)
+    as_datatype_enum = property(lambda self: self._enum + (100 if self._is_ref else 0))
+    is_ref_dtype = property(lambda self: self._is_ref)
+    base_dtype = property(lambda self: _BY_NAME[self._name[:-4]] if self._is_ref else self)
+    real_dtype = base_dtype
+
+    @property
+    def _as_ref(self) -> "DType":
+        return self if self._is_ref else _BY_NAME[self._name + "_ref"]
+
+    @property
+    def is_floating(self) -> bool:
+        return np.issubdtype(self._np, np.floating)
+
+    @property
+    def is_integer(self) -> bool:
+        return np.issubdtype(self._np, np.integer)
+
+    @property
+    def is_complex(self) -> bool:
+        return np.issubdtype(self._np, np.complexfloating)
+
+    @property
+    def is_bool(self) -> bool:
+        return self._np is np.bool_
+
+    @property
+    def is_unsigned(self) -> bool:
+        return np.issubdtype(self._np, np.unsignedinteger)
+
+    @property
+    def size(self) -> int:
+        return np.dtype(self._np).itemsize if self._np is not object else 1
+
+    @property
+    def min(self):
+        return np.finfo(self._np).min if self.is_floating else np.iinfo(self._np).min
+
+    @property
+    def max(self):
+        return np.finfo(self._np).max if self.is_floating else np.iinfo(self._np).max
+
+    def is_compatible_with(self, other) -> bool:
+        return self.base_dtype is as_dtype(other).base_dtype
+
+    def __repr__(self) -> str:
+        return f"tf.{self._name}"
+
+    def __reduce__(self):
+        return as_dtype, (self._name,)
+
+
+_BY_NAME: dict[str, DType] = {}
+_BY_NP: dict[np.dtype, DType] = {}
+
+
+def _define(name: str, np_type, enum: int) -> DType:
+    dtype = DType(name, np_type, enum)
+    _BY_NAME[name] = dtype
+    _BY_NAME[name + "_ref"] = DType(name + "_ref", np_type, enum, is_ref=True)
+    if np_type is not object:
+        _BY_NP.setdefault(np.dtype(np_type), dtype)
+    return dtype
+
+
+float32 = _define("float32", np.float32, 1)
+float64 = _define("float64", np.float64, 2)
+int32 = _define("int32", np.int32, 3)
+uint8 = _define("uint8", np.uint8, 4)
+int16 = _define("int16", np.int16, 5)
+int8 = _define("int8", np.int8, 6)
+string = _define("string", object, 7)
+complex64 = _define("complex64", np.complex64, 8)
+int64 = _define("int64", np.int64, 9)
+bool = _define("bool", np.bool_, 10)  # noqa: A001 - TF's public name
+uint16 = _define("uint16", np.uint16, 17)
+complex128 = _define("complex128", np.complex128, 18)
+float16 = _define("float16", np.float16, 19)
+uint32 = _define("uint32", np.uint32, 22)
+uint64 = _define("uint64", np.uint64, 23)
+half, double = float16, float64
+float32_ref, float64_ref, int32_ref, int64_ref = (_BY_NAME[n + "_ref"] for n in ("float32", "float64", "int32", "int64"))
+
+FLOATING = frozenset({float16, float32, float64})
+COMPLEX = frozenset({complex64, complex128})
+INTEGER = frozenset({int8, int16, int32, int64, uint8, uint16, uint32, uint64})
+NUMERIC = FLOATING | COMPLEX | INTEGER
+ALL = NUMERIC | {bool, string}
+
+_PY_TYPES = {float: float32, int: int32, complex: complex128, str: string, bytes: string}
+_PY_TYPES[type(True)] = bool
+
+
+def as_dtype(type_value) -> DType:
+    """Convert a DType, name ("float32"), NumPy dtype/type or Python type to a DType (tf.as_dtype)."""
+    if isinstance(type_value, DType):
+        return type_value
+    if isinstance(type_value, str) and type_value in _BY_NAME:
+        return _BY_NAME[type_value]
+    if type_value in _PY_TYPES:
+        return _PY_TYPES[type_value]
+    try:
+        np_dtype = np.dtype(type_value)
+        return string if np_dtype.kind in "USO" else _BY_NP[np_dtype]
+    except (TypeError, KeyError):
+        raise TypeError(f"Cannot convert value {type_value!r} to a TensorFlow DType.") from None

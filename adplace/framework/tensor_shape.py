@@ -1,0 +1,199 @@
+"""TensorShape and Dimension: static shapes with unknown dimensions (tf.TensorShape)."""
+from __future__ import annotations
+
+from typing import Iterable
+
+
+class Dimension:
+    """One dimension of a static shape; `value` is an int or None (unknown)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        if isinstance(value, Dimension):
+            value = value._value
+        if value is not None:
+            value = int(value.__index__()) if hasattr(value, "__index__") else int(value)
+            if value < 0:
+                raise ValueError(f"Dimension {value} must be >= 0")
+        self._value = value
+
+    value = property(lambda self: self._value)
+
+    def __int__(self) -> int:
+        if self._value is None:
+            raise TypeError("Cannot convert an unknown Dimension to an int")
+        return self._value
+
+    __index__ = __int__
+
+    def __eq__(self, other):
+        other = other._value if isinstance(other, Dimension) else other
+        if self._value is None or other is None:
+            return None
+        return self._value == other
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return None if eq is None else not eq
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __repr__(self) -> str:
+        return f"Dimension({self._value})"
+
+    __str__ = lambda self: "?" if self._value is None else str(self._value)  # noqa: E731
+
+    def _arith(self, other, fn):
+        other = Dimension(other)._value
+        return Dimension(None if self._value is None or other is None else fn(self._value, other))
+
+    __add__ = __radd__ = lambda self, o: self._arith(o, lambda a, b: a + b)  # noqa: E731
+    __mul__ = __rmul__ = lambda self, o: self._arith(o, lambda a, b: a * b)  # noqa: E731
+    __sub__ = lambda self, o: self._arith(o, lambda a, b: a - b)  # noqa: E731
+    __floordiv__ = lambda self, o: self._arith(o, lambda a, b: a // b)  # noqa: E731
+
+    def is_compatible_with(self, other) -> bool:
+        other = Dimension(other)._value
+        return self._value is None or other is None or self._value == other
+
+    def merge_with(self, other) -> "Dimension":
+        other = Dimension(other)._value
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {other} are not compatible")
+        return Dimension(self._value if self._value is not None else other)
+
+
+class TensorShape:
+    """A static shape: unknown rank (`dims is None`) or a tuple of dims, each an int or None."""
+
+    __slots__ = ("_dims",)
+
+    def __init__(self, dims=None):
+        if isinstance(dims, TensorShape):
+            self._dims = dims._dims
+        elif dims is None:
+            self._dims = None
+        elif isinstance(dims, (int, Dimension)) or hasattr(dims, "__index__"):
+            self._dims = (Dimension(dims)._value,)
+        else:
+            self._dims = tuple(Dimension(d)._value for d in dims)
+
+    @property
+    def dims(self):
+        return None if self._dims is None else [Dimension(d) for d in self._dims]
+
+    @property
+    def ndims(self):
+        return None if self._dims is None else len(self._dims)
+
+    rank = ndims
+
+    def as_list(self) -> list:
+        if self._dims is None:
+            raise ValueError("as_list() is not defined on an unknown TensorShape.")
+        return list(self._dims)
+
+    def as_tuple(self):
+        """The dims as a tuple of int/None, or None for unknown rank (cheap internal form)."""
+        return self._dims
+
+    def is_fully_defined(self) -> bool:
+        return self._dims is not None and None not in self._dims
+
+    def num_elements(self):
+        if not self.is_fully_defined():
+            return None
+        n = 1
+        for d in self._dims:
+            n *= d
+        return n
+
+    def is_compatible_with(self, other) -> bool:
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        return len(self._dims) == len(other._dims) and all(
+            a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
+
+    def merge_with(self, other) -> "TensorShape":
+        other = as_shape(other)
+        if self._dims is None:
+            return other
+        if other._dims is None:
+            return self
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are not compatible")
+        return TensorShape([a if a is not None else b for a, b in zip(self._dims, other._dims)])
+
+    def assert_is_compatible_with(self, other) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {as_shape(other)} are incompatible")
+
+    def with_rank(self, rank: int) -> "TensorShape":
+        if self._dims is None:
+            return TensorShape([None] * rank)
+        if len(self._dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+        return self
+
+    def concatenate(self, other) -> "TensorShape":
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return TensorShape(None)
+        return TensorShape(self._dims + other._dims)
+
+    def __len__(self) -> int:
+        if self._dims is None:
+            raise ValueError("Cannot take the length of a shape with unknown rank.")
+        return len(self._dims)
+
+    def __iter__(self):
+        if self._dims is None:
+            raise ValueError("Cannot iterate over a shape with unknown rank.")
+        return (Dimension(d) for d in self._dims)
+
+    def __getitem__(self, key):
+        """A Dimension (TF1: `shape[0].value`), or a TensorShape for a slice."""
+        if self._dims is None:
+            return TensorShape(None) if isinstance(key, slice) else Dimension(None)
+        if isinstance(key, slice):
+            return TensorShape(self._dims[key])
+        return Dimension(self._dims[key])
+
+    def __eq__(self, other):
+        try:
+            other = as_shape(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        return self._dims == other._dims
+
+    def __hash__(self) -> int:
+        return hash(self._dims)
+
+    def __bool__(self) -> bool:
+        return self._dims is not None
+
+    def __repr__(self) -> str:
+        return f"TensorShape({self.as_list() if self._dims is not None else None})"
+
+    def __str__(self) -> str:
+        if self._dims is None:
+            return "<unknown>"
+        inner = ", ".join("?" if d is None else str(d) for d in self._dims)
+        return f"({inner},)" if len(self._dims) == 1 else f"({inner})"
+
+
+def as_shape(shape) -> TensorShape:
+    """Convert a list/tuple/TensorShape/None to a TensorShape."""
+    return shape if isinstance(shape, TensorShape) else TensorShape(shape)
+
+
+def unknown_shape(rank: int | None = None) -> TensorShape:
+    return TensorShape(None if rank is None else [None] * rank)
+
+
+def dims_text(dims: Iterable | None) -> str:
+    """TF's bracket form for error messages: [2,?,3]."""
+    return "?" if dims is None else "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"

@@ -1,0 +1,357 @@
+"""NumPy kernels for the CPU and for virtual GPUs, keyed by the op types of adplace.ops, in the same order.
+
+A kernel factory runs once per (op, session) when a plan is built and returns the function the hot loop calls:
+`factory(op, ctx) -> kernel(*inputs)`. Ref inputs (a variable's Assign target) are not passed; the factory binds the
+variable's cell through `ctx.variable(op)` instead. Arrays are never written in place, so outputs may alias inputs.
+
+GPU dtype support follows TF's registrations (no int32 variables, no int32 MatMul, no strings on the GPU), which is
+what the placer reads; virtual GPUs run these same NumPy functions.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.errors import FailedPreconditionError, InvalidArgumentError
+from adplace.framework.registry import register_kernel
+from adplace.framework.tensor_shape import dims_text
+
+ALL = _dtypes.ALL
+GPU_ALL = ALL - {_dtypes.string}
+GPU_NUMERIC = _dtypes.FLOATING | _dtypes.COMPLEX | {_dtypes.int32, _dtypes.int64}  # int32 in host memory, as TF
+GPU_FLOAT = _dtypes.FLOATING | _dtypes.COMPLEX
+GPU_VARIABLE = _dtypes.FLOATING | _dtypes.COMPLEX | {_dtypes.int64, _dtypes.bool}  # TF has no int32 GPU variable
+
+
+def kernel(op_type: str, cpu_types=ALL, gpu_types=GPU_NUMERIC):
+    """Register one NumPy factory for the CPU and, with TF's GPU dtype set, for (virtual) GPUs."""
+    def decorate(factory):
+        register_kernel(op_type, "CPU", cpu_types)(factory)
+        if gpu_types:
+            register_kernel(op_type, "GPU", gpu_types)(factory)
+        return factory
+    return decorate
+
+
+def fixed(fn):
+    """A factory for kernels that need nothing from the op."""
+    return lambda op, ctx: fn
+
+
+def _axes(axis) -> tuple:
+    return tuple(int(a) for a in np.reshape(axis, [-1]))
+
+
+# --- constant_op / array_ops ---------------------------------------------------------------------------------------
+@kernel("Const", gpu_types=GPU_ALL)
+def _const(op, ctx):
+    value = op._attrs["value"]
+    return lambda: value
+
+
+@kernel("Placeholder", gpu_types=GPU_ALL)
+def _placeholder(op, ctx):
+    def unfed():
+        raise InvalidArgumentError(None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                                   f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}")
+    return unfed
+
+
+kernel("Identity", gpu_types=GPU_ALL)(fixed(lambda x: x))
+kernel("StopGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
+
+
+@kernel("Shape", gpu_types=GPU_ALL)
+def _shape(op, ctx):
+    out = op._attrs["out_type"].as_numpy_dtype
+    return lambda x: np.array(np.shape(x), dtype=out)
+
+
+@kernel("Size", gpu_types=GPU_ALL)
+def _size(op, ctx):
+    out = op._attrs["out_type"].as_numpy_dtype
+    return lambda x: out(np.size(x))
+
+
+kernel("Rank", gpu_types=GPU_ALL)(fixed(lambda x: np.int32(np.ndim(x))))
+
+
+@kernel("Reshape", gpu_types=GPU_ALL)
+def _reshape(op, ctx):
+    def reshape(x, shape):
+        try:
+            return np.reshape(x, shape)
+        except ValueError:
+            wanted = [int(d) for d in shape]
+            raise InvalidArgumentError(None, op, f"Input to reshape is a tensor with {np.size(x)} values, but the "
+                                       f"requested shape {wanted} does not fit it") from None
+    return reshape
+
+
+kernel("Transpose", gpu_types=GPU_ALL)(fixed(lambda x, perm: np.transpose(x, _axes(perm))))
+
+
+@kernel("Squeeze", gpu_types=GPU_ALL)
+def _squeeze(op, ctx):
+    axes = op._attrs["squeeze_dims"] or None
+
+    def squeeze(x):
+        if axes is not None:
+            for a in axes:
+                if np.shape(x)[a] != 1:
+                    raise InvalidArgumentError(None, op, f"Can not squeeze dim[{a}], expected a dimension of 1, got "
+                                               f"{np.shape(x)[a]}")
+        return np.squeeze(x, axis=axes)
+    return squeeze
+
+
+kernel("ExpandDims", gpu_types=GPU_ALL)(fixed(lambda x, dim: np.expand_dims(x, int(dim))))
+
+
+@kernel("Split", gpu_types=GPU_ALL)
+def _split(op, ctx):
+    n = op._attrs["num_split"]
+
+    def split(axis, x):
+        axis = int(axis)
+        if np.shape(x)[axis] % n:
+            raise InvalidArgumentError(None, op, f"Number of ways to split should evenly divide the split dimension, "
+                                       f"but got split_dim {axis} (size = {np.shape(x)[axis]}) and num_split {n}")
+        return np.split(x, n, axis=axis)
+    return split
+
+
+@kernel("SplitV", gpu_types=GPU_ALL)
+def _split_v(op, ctx):
+    def split_v(x, sizes, axis):
+        axis, sizes = int(axis), [int(s) for s in sizes]
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = np.shape(x)[axis] - (sum(sizes) + 1)
+        if sum(sizes) != np.shape(x)[axis]:
+            raise InvalidArgumentError(None, op, f"Determined shape must either match input shape along split_dim "
+                                       f"exactly if fully specified, or be less than the size of the input along "
+                                       f"split_dim if not fully specified. Got: {sum(sizes)} vs {np.shape(x)[axis]}")
+        return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+    return split_v
+
+
+kernel("ConcatV2", gpu_types=GPU_ALL)(fixed(lambda *args: np.concatenate(args[:-1], axis=int(args[-1]))))
+
+
+@kernel("Pack", gpu_types=GPU_ALL)
+def _pack(op, ctx):
+    axis = op._attrs["axis"]
+    return lambda *xs: np.stack(xs, axis=axis)
+
+
+@kernel("Unpack", gpu_types=GPU_ALL)
+def _unpack(op, ctx):
+    axis, num = op._attrs["axis"], op._attrs["num"]
+
+    def unpack(x):
+        if np.shape(x)[axis] != num:
+            raise InvalidArgumentError(None, op, f"Input shape axis {axis} must equal {num}, got shape "
+                                       f"{list(np.shape(x))}")
+        return tuple(np.moveaxis(x, axis, 0))
+    return unpack
+
+
+kernel("Fill", gpu_types=GPU_ALL)(fixed(lambda dims, value: np.full(_axes(dims), value, dtype=np.asarray(value).dtype)))
+kernel("ZerosLike", gpu_types=GPU_ALL)(fixed(np.zeros_like))
+kernel("OnesLike", gpu_types=GPU_ALL)(fixed(np.ones_like))
+
+
+@kernel("StridedSlice", gpu_types=GPU_ALL)
+def _strided_slice(op, ctx):
+    spec = op._attrs["slice_spec"]
+
+    def strided_slice(x):
+        try:
+            return np.asarray(x)[spec]
+        except IndexError as e:
+            raise InvalidArgumentError(None, op, f"slice index out of bounds for shape {list(np.shape(x))}: "
+                                       f"{e}") from None
+    return strided_slice
+
+
+# --- math_ops -------------------------------------------------------------------------------------------------------
+def _sigmoid(x):
+    return np.exp(-np.logaddexp(np.zeros((), dtype=np.asarray(x).dtype), -x))
+
+
+UNARY_KERNELS = {
+    "Neg": np.negative, "Abs": np.abs, "Sign": np.sign, "Square": np.square, "Sqrt": np.sqrt,
+    "Rsqrt": lambda x: 1 / np.sqrt(x), "Reciprocal": np.reciprocal, "Exp": np.exp, "Log": np.log,
+    "Log1p": np.log1p, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Tanh": np.tanh, "Sigmoid": _sigmoid,
+    "Relu": lambda x: np.maximum(x, 0), "Floor": np.floor, "Ceil": np.ceil,
+}
+for _op_type, _fn in UNARY_KERNELS.items():
+    kernel(_op_type)(fixed(_fn))
+
+BINARY_KERNELS = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": np.true_divide, "FloorDiv": np.floor_divide,
+    "FloorMod": np.mod, "Pow": np.power, "Maximum": np.maximum, "Minimum": np.minimum,
+    "SquaredDifference": lambda x, y: np.square(x - y), "Less": np.less, "LessEqual": np.less_equal,
+    "Greater": np.greater, "GreaterEqual": np.greater_equal, "Equal": np.equal, "NotEqual": np.not_equal,
+}
+for _op_type, _fn in BINARY_KERNELS.items():
+    kernel(_op_type)(fixed(_fn))
+
+
+@kernel("MatMul", gpu_types=GPU_FLOAT)
+def _matmul(op, ctx):
+    ta, tb = op._attrs["transpose_a"], op._attrs["transpose_b"]
+
+    def matmul(a, b):
+        a2, b2 = (a.T if ta else a), (b.T if tb else b)
+        if np.ndim(a2) != 2 or np.ndim(b2) != 2 or a2.shape[1] != b2.shape[0]:
+            raise InvalidArgumentError(None, op, f"Matrix size-incompatible: In[0]: {dims_text(np.shape(a))}, "
+                                       f"In[1]: {dims_text(np.shape(b))}")
+        return a2 @ b2
+    return matmul
+
+
+def _reduction(np_fn, integer_fn=None):
+    def factory(op, ctx):
+        keep, dtype = op._attrs["keep_dims"], op._attrs["T"].as_numpy_dtype
+        is_integer = op._attrs["T"].is_integer
+
+        def reduce(x, axis):
+            axes = _axes(axis)
+            if is_integer and integer_fn is not None:
+                return integer_fn(x, axes, keep).astype(dtype)
+            return np.asarray(np_fn(x, axis=axes, keepdims=keep)).astype(dtype, copy=False)
+        return reduce
+    return factory
+
+
+def _checked_extremum(np_fn):
+    def reduce(x, axis, keepdims):
+        if np.size(x) == 0:
+            raise InvalidArgumentError(None, None, f"Reduction of an empty tensor of shape {list(np.shape(x))}")
+        return np_fn(x, axis=axis, keepdims=keepdims)
+    return reduce
+
+
+kernel("Sum")(_reduction(np.sum, lambda x, a, k: np.sum(x, axis=a, keepdims=k)))
+kernel("Mean")(_reduction(np.mean, lambda x, a, k: np.trunc(np.mean(x, axis=a, keepdims=k))))
+kernel("Max")(_reduction(_checked_extremum(np.max)))
+kernel("Min")(_reduction(_checked_extremum(np.min)))
+kernel("Prod")(_reduction(np.prod, lambda x, a, k: np.prod(x, axis=a, keepdims=k)))
+
+
+def _add_n(*xs):
+    if len(xs) == 1:
+        return np.array(xs[0], copy=True)
+    return functools.reduce(np.add, xs)
+
+
+kernel("AddN")(fixed(_add_n))
+
+
+@kernel("Cast", gpu_types=GPU_ALL)
+def _cast(op, ctx):
+    dst = op._attrs["DstT"].as_numpy_dtype
+    return lambda x: np.asarray(x).astype(dst)
+
+
+@kernel("Range", gpu_types=GPU_NUMERIC)
+def _range(op, ctx):
+    dtype = op._outputs[0]._dtype.as_numpy_dtype
+    return lambda start, limit, delta: np.arange(start, limit, delta, dtype=dtype)
+
+
+# --- random_ops -----------------------------------------------------------------------------------------------------
+def _random(sample):
+    def factory(op, ctx):
+        rng = ctx.random_generator(op)
+        dtype = op._attrs["dtype"].as_numpy_dtype
+        return lambda shape: sample(rng, _axes(shape)).astype(dtype, copy=False)
+    return factory
+
+
+def _truncated(rng, shape):
+    out = rng.standard_normal(shape, dtype=np.float64)
+    bad = np.abs(out) > 2
+    while bad.any():
+        out[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(out) > 2
+    return out
+
+
+kernel("RandomUniform", _dtypes.FLOATING, _dtypes.FLOATING)(_random(lambda rng, s: rng.random(s)))
+kernel("RandomStandardNormal", _dtypes.FLOATING, _dtypes.FLOATING)(_random(lambda rng, s: rng.standard_normal(s)))
+kernel("TruncatedNormal", _dtypes.FLOATING, _dtypes.FLOATING)(_random(_truncated))
+
+
+# --- state_ops ------------------------------------------------------------------------------------------------------
+def _uninitialized(op, var_op) -> FailedPreconditionError:
+    return FailedPreconditionError(None, op, f"Attempting to use uninitialized value {var_op.name}")
+
+
+@kernel("VariableV2", gpu_types=GPU_VARIABLE)
+def _variable(op, ctx):
+    cell = ctx.variable(op)
+
+    def read():
+        value = cell.value
+        if value is None:
+            raise _uninitialized(op, op)
+        return value
+    return read
+
+
+def _assign_family(update):
+    """Assign/AssignAdd/AssignSub: journal the old value (so a failed step can be undone), then replace it."""
+    def factory(op, ctx):
+        var_op = op._inputs[0]._op
+        cell, journal = ctx.variable(var_op), ctx.journal
+        static = var_op._attrs["shape"]
+        check_shape = op._attrs.get("validate_shape", True) and static.is_fully_defined()
+        static_dims = tuple(static.as_list()) if check_shape else None
+        is_assign = update is None
+
+        def assign(value):
+            old = cell.value
+            if is_assign:
+                if check_shape and np.shape(value) != static_dims:
+                    raise InvalidArgumentError(None, op, f"Assign requires shapes of both tensors to match. lhs shape"
+                                               f"= {dims_text(static_dims)} rhs shape= {dims_text(np.shape(value))}")
+                new = value
+            else:
+                if old is None:
+                    raise _uninitialized(op, var_op)
+                if np.shape(value) != np.shape(old):
+                    raise InvalidArgumentError(None, op, f"Cannot update variable with shape "
+                                               f"{dims_text(np.shape(old))} using a Tensor with shape "
+                                               f"{dims_text(np.shape(value))}, shapes must be equal.")
+                new = update(old, value)
+            journal.append((cell, old))
+            cell.value = new
+            return new
+        return assign
+    return factory
+
+
+kernel("Assign", gpu_types=GPU_VARIABLE)(_assign_family(None))
+kernel("AssignAdd", gpu_types=GPU_VARIABLE)(_assign_family(np.add))
+kernel("AssignSub", gpu_types=GPU_VARIABLE)(_assign_family(np.subtract))
+
+
+@kernel("IsVariableInitialized", gpu_types=GPU_VARIABLE)
+def _is_initialized(op, ctx):
+    cell = ctx.variable(op._inputs[0]._op)
+    return lambda: np.bool_(cell.value is not None)
+
+
+@kernel("InitializedValue", gpu_types=GPU_VARIABLE)
+def _initialized_value(op, ctx):
+    cell = ctx.variable(op._inputs[0]._op)
+    return lambda initial: initial if cell.value is None else cell.value
+
+
+# --- control_flow_ops -----------------------------------------------------------------------------------------------
+kernel("NoOp", None, None)(fixed(lambda *args: None))
+register_kernel("NoOp", "GPU")(fixed(lambda *args: None))

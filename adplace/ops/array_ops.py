@@ -1,0 +1,420 @@
+"""Array ops: placeholders, identity, shapes, reshape/transpose, split/concat/stack, fill and slicing."""
+from __future__ import annotations
+
+import numpy as np
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.graph import Tensor, convert_to_tensor, name_scope
+from adplace.framework.registry import register_op
+from adplace.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from adplace.ops.constant_op import constant
+from adplace.ops.op_builder import (SCALAR, apply_op, apply_op_1, check_same_dtype, constant_value, int_const,
+                                    normalize_axis, shape_from_tensor, shapes_text, to_tensors)
+
+
+def _same(inputs, attrs, name):
+    return [(inputs[0]._dtype.base_dtype, inputs[0]._shape)]
+
+
+# --- Placeholder, Identity, StopGradient ----------------------------------------------------------------------
+register_op("Placeholder", lambda inputs, attrs, name: [(attrs["dtype"], attrs["shape"])])
+register_op("Identity", _same, is_view=True)
+register_op("StopGradient", _same, is_view=True)
+
+
+def placeholder(dtype, shape=None, name: str | None = None) -> Tensor:
+    """A tensor that must be fed at run time (tf.placeholder); `shape=None` accepts any shape."""
+    return apply_op_1("Placeholder", [], {"dtype": _dtypes.as_dtype(dtype).base_dtype, "shape": as_shape(shape)},
+                      name=name or "Placeholder")
+
+
+def identity(input, name: str | None = None) -> Tensor:  # noqa: A002 - TF's argument name
+    """The same value, as a new op (tf.identity); reads a variable's current value."""
+    return apply_op_1("Identity", [convert_to_tensor(input)], name=name or "Identity")
+
+
+def stop_gradient(input, name: str | None = None) -> Tensor:  # noqa: A002
+    return apply_op_1("StopGradient", [convert_to_tensor(input)], name=name or "StopGradient")
+
+
+# --- Shape, Size, Rank ------------------------------------------------------------------------------------------
+def _shape_infer(inputs, attrs, name):
+    rank = inputs[0]._shape.ndims
+    return [(attrs["out_type"], TensorShape([rank]))]
+
+
+register_op("Shape", _shape_infer)
+register_op("Size", lambda inputs, attrs, name: [(attrs["out_type"], SCALAR)])
+register_op("Rank", lambda inputs, attrs, name: [(_dtypes.int32, SCALAR)])
+
+
+def shape(input, name: str | None = None, out_type=_dtypes.int32) -> Tensor:  # noqa: A002
+    """The dynamic shape of a tensor (tf.shape)."""
+    return apply_op_1("Shape", [convert_to_tensor(input)], {"out_type": _dtypes.as_dtype(out_type)},
+                      name=name or "Shape")
+
+
+def size(input, name: str | None = None, out_type=_dtypes.int32) -> Tensor:  # noqa: A002
+    return apply_op_1("Size", [convert_to_tensor(input)], {"out_type": _dtypes.as_dtype(out_type)},
+                      name=name or "Size")
+
+
+def rank(input, name: str | None = None) -> Tensor:  # noqa: A002
+    return apply_op_1("Rank", [convert_to_tensor(input)], name=name or "Rank")
+
+
+# --- Reshape, Transpose, Squeeze, ExpandDims -------------------------------------------------------------------
+def _reshape_infer(inputs, attrs, name):
+    tensor, shape_t = inputs
+    target = shape_from_tensor(shape_t)
+    dims = target.as_tuple()
+    value = constant_value(shape_t)
+    if value is not None and tensor._shape.is_fully_defined():
+        total = tensor._shape.num_elements()
+        wanted = [int(d) for d in np.reshape(value, [-1])]
+        if wanted.count(-1) > 1:
+            raise ValueError(f"Cannot infer multiple unknown dimensions in shape {wanted} for '{name}' (op: "
+                             "'Reshape')")
+        known = int(np.prod([d for d in wanted if d != -1], dtype=np.int64))
+        if -1 in wanted:
+            if known == 0 or total % known:
+                raise ValueError(f"Cannot reshape a tensor with {total} elements to shape {wanted} for '{name}' "
+                                 f"(op: 'Reshape') with input shapes: {shapes_text(inputs)}.")
+            wanted[wanted.index(-1)] = total // known
+        elif known != total:
+            raise ValueError(f"Cannot reshape a tensor with {total} elements to shape {wanted} ({known} elements) "
+                             f"for '{name}' (op: 'Reshape') with input shapes: {shapes_text(inputs)}.")
+        dims = tuple(wanted)
+    return [(tensor._dtype.base_dtype, TensorShape(dims))]
+
+
+register_op("Reshape", _reshape_infer, is_view=True)
+
+
+def reshape(tensor, shape, name: str | None = None) -> Tensor:  # noqa: A002
+    """tf.reshape; one dimension may be -1."""
+    tensor = convert_to_tensor(tensor)
+    name = name or "Reshape"
+    shape_t = shape if isinstance(shape, Tensor) else int_const(shape, name=f"{name}/shape")
+    return apply_op_1("Reshape", [tensor, shape_t], name=name)
+
+
+def _transpose_infer(inputs, attrs, name):
+    x, perm_t = inputs
+    perm = constant_value(perm_t)
+    dims = x._shape.as_tuple()
+    if perm is None or dims is None:
+        return [(x._dtype.base_dtype, unknown_shape(None if dims is None else len(dims)))]
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(len(dims))):
+        raise ValueError(f"Dimension must be {len(dims)} but is {len(perm)} for '{name}' (op: 'Transpose') with "
+                         f"input shapes: {shapes_text(inputs)}; perm={perm} is not a permutation")
+    return [(x._dtype.base_dtype, TensorShape([dims[p] for p in perm]))]
+
+
+register_op("Transpose", _transpose_infer, is_view=True)
+
+
+def transpose(a, perm=None, name: str = "transpose") -> Tensor:
+    """tf.transpose; reverses the dimensions when `perm` is None."""
+    from adplace.ops import math_ops
+    a = convert_to_tensor(a)
+    with name_scope(name) as scope:
+        if perm is None:
+            if a._shape.ndims is not None:
+                perm_t = int_const(list(range(a._shape.ndims - 1, -1, -1)), name="perm")
+            else:
+                perm_t = math_ops.range(rank(a) - 1, -1, -1, name="perm")
+        else:
+            perm_t = perm if isinstance(perm, Tensor) else int_const(perm, name="perm")
+        return apply_op_1("Transpose", [a, perm_t], name=scope)
+
+
+def _squeeze_infer(inputs, attrs, name):
+    x = inputs[0]
+    dims = x._shape.as_tuple()
+    axes = attrs["squeeze_dims"]
+    if dims is None:
+        return [(x._dtype.base_dtype, unknown_shape())]
+    axes = [normalize_axis(a, len(dims), name, "Squeeze") for a in axes]
+    for a in axes:
+        if dims[a] is not None and dims[a] != 1:
+            raise ValueError(f"Can not squeeze dim[{a}], expected a dimension of 1, got {dims[a]} for '{name}' "
+                             f"(op: 'Squeeze') with input shapes: {shapes_text(inputs)}.")
+    if axes:
+        out = [d for i, d in enumerate(dims) if i not in axes]
+    elif None in dims:
+        return [(x._dtype.base_dtype, unknown_shape())]
+    else:
+        out = [d for d in dims if d != 1]
+    return [(x._dtype.base_dtype, TensorShape(out))]
+
+
+register_op("Squeeze", _squeeze_infer, is_view=True)
+
+
+def squeeze(input, axis=None, name: str | None = None, squeeze_dims=None) -> Tensor:  # noqa: A002
+    """Remove size-1 dimensions (all, or those in `axis`)."""
+    axis = squeeze_dims if axis is None else axis
+    axis = [] if axis is None else [axis] if isinstance(axis, int) else list(axis)
+    return apply_op_1("Squeeze", [convert_to_tensor(input)], {"squeeze_dims": tuple(axis)}, name=name or "Squeeze")
+
+
+def _expand_dims_infer(inputs, attrs, name):
+    x, dim_t = inputs
+    dims, dim = x._shape.as_tuple(), constant_value(dim_t)
+    if dims is None or dim is None:
+        return [(x._dtype.base_dtype, unknown_shape(None if dims is None else len(dims) + 1))]
+    axis = normalize_axis(int(dim), len(dims) + 1, name, "ExpandDims")
+    return [(x._dtype.base_dtype, TensorShape(dims[:axis] + (1,) + dims[axis:]))]
+
+
+register_op("ExpandDims", _expand_dims_infer, is_view=True)
+
+
+def expand_dims(input, axis=None, name: str | None = None, dim=None) -> Tensor:  # noqa: A002
+    axis = dim if axis is None else axis
+    if axis is None:
+        raise ValueError("expand_dims requires `axis`")
+    name = name or "ExpandDims"
+    dim_t = axis if isinstance(axis, Tensor) else int_const(axis, name=f"{name}/dim")
+    return apply_op_1("ExpandDims", [convert_to_tensor(input), dim_t], name=name)
+
+
+# --- Split, SplitV, ConcatV2, Pack, Unpack ---------------------------------------------------------------------
+def _split_infer(inputs, attrs, name):
+    axis_t, value = inputs
+    n, dims, axis = attrs["num_split"], value._shape.as_tuple(), constant_value(axis_t)
+    dtype = value._dtype.base_dtype
+    if dims is None or axis is None:
+        return [(dtype, unknown_shape(None if dims is None else len(dims)))] * n
+    axis = normalize_axis(int(axis), len(dims), name, "Split")
+    if dims[axis] is not None and dims[axis] % n:
+        raise ValueError(f"Dimension size must be evenly divisible by {n} but is {dims[axis]} for '{name}' (op: "
+                         f"'Split') with input shapes: {shapes_text(inputs)}.")
+    piece = None if dims[axis] is None else dims[axis] // n
+    return [(dtype, TensorShape(dims[:axis] + (piece,) + dims[axis + 1:]))] * n
+
+
+register_op("Split", _split_infer, is_view=True)
+
+
+def _split_v_infer(inputs, attrs, name):
+    value, sizes_t, axis_t = inputs
+    sizes, dims, axis = constant_value(sizes_t), value._shape.as_tuple(), constant_value(axis_t)
+    n, dtype = attrs["num_split"], value._dtype.base_dtype
+    if dims is None or axis is None or sizes is None:
+        return [(dtype, unknown_shape(None if dims is None else len(dims)))] * n
+    axis = normalize_axis(int(axis), len(dims), name, "SplitV")
+    sizes = [int(s) for s in sizes]
+    if dims[axis] is not None:
+        known = sum(s for s in sizes if s != -1)
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = dims[axis] - known
+        if sum(sizes) != dims[axis] or min(sizes) < 0:
+            raise ValueError(f"Determined shape must either match input shape along split_dim exactly if fully "
+                             f"specified, or be less than the size of the input along split_dim if not fully "
+                             f"specified. Got: {sum(sizes)} vs {dims[axis]} for '{name}' (op: 'SplitV')")
+    return [(dtype, TensorShape(dims[:axis] + (None if s == -1 else s,) + dims[axis + 1:])) for s in sizes]
+
+
+register_op("SplitV", _split_v_infer, is_view=True)
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name: str = "split") -> list[Tensor]:
+    """Split along `axis` into `num_or_size_splits` equal pieces, or pieces of the given sizes (tf.split)."""
+    value = convert_to_tensor(value)
+    with name_scope(name) as scope:
+        axis_t = axis if isinstance(axis, Tensor) else int_const(axis, name="split_dim")
+        if isinstance(num_or_size_splits, (int, np.integer)):
+            n = int(num_or_size_splits)
+            if n < 1:
+                raise ValueError(f"num_or_size_splits must be >= 1, got {n} for '{scope[:-1]}'")
+            return apply_op("Split", [axis_t, value], {"num_split": n}, name=scope).outputs
+        sizes = np.reshape(np.asarray(num_or_size_splits), [-1])
+        sizes_t = int_const(sizes, name="size_splits")
+        n = int(num if num is not None else sizes.size)
+        return apply_op("SplitV", [value, sizes_t, axis_t], {"num_split": n}, name=scope).outputs
+
+
+def _concat_infer(inputs, attrs, name):
+    *values, axis_t = inputs
+    dtype = check_same_dtype("ConcatV2", values, ("values",))
+    axis = constant_value(axis_t)
+    ranks = {t._shape.ndims for t in values} - {None}
+    if len(ranks) > 1:
+        raise ValueError(f"Shape must be rank {min(ranks)} but is rank {max(ranks)} for '{name}' (op: 'ConcatV2') "
+                         f"with input shapes: {shapes_text(values)}.")
+    if not ranks:
+        return [(dtype, unknown_shape())]
+    r = ranks.pop()
+    if axis is None:
+        return [(dtype, unknown_shape(r))]
+    axis = normalize_axis(int(axis), r, name, "ConcatV2")
+    out = [None] * r
+    total = 0
+    for t in values:
+        dims = t._shape.as_tuple()
+        if dims is None:
+            total = None
+            continue
+        for i, d in enumerate(dims):
+            if i == axis:
+                continue
+            if out[i] is None:
+                out[i] = d
+            elif d is not None and d != out[i]:
+                raise ValueError(f"Dimension {i} in both shapes must be equal, but are {out[i]} and {d}. Shapes are "
+                                 f"{shapes_text(values)} for '{name}' (op: 'ConcatV2').")
+        total = None if total is None or dims[axis] is None else total + dims[axis]
+    out[axis] = total
+    return [(dtype, TensorShape(out))]
+
+
+register_op("ConcatV2", _concat_infer)
+
+
+def concat(values, axis, name: str = "concat") -> Tensor:
+    """Join tensors along `axis` (tf.concat)."""
+    values = to_tensors(values)
+    if len(values) == 1:
+        return identity(values[0], name=name)
+    with name_scope(name) as scope:
+        axis_t = axis if isinstance(axis, Tensor) else int_const(axis, name="axis")
+        return apply_op_1("ConcatV2", values + [axis_t], {"N": len(values)}, name=scope)
+
+
+def _pack_infer(inputs, attrs, name):
+    dtype = check_same_dtype("Pack", inputs, ("values",))
+    merged = TensorShape(None)
+    for t in inputs:
+        if not merged.is_compatible_with(t._shape):
+            raise ValueError(f"Shapes must be equal rank, but are {merged.ndims} and {t._shape.ndims}; shapes "
+                             f"{shapes_text(inputs)} for '{name}' (op: 'Pack') must all match.")
+        merged = merged.merge_with(t._shape)
+    dims = merged.as_tuple()
+    if dims is None:
+        return [(dtype, unknown_shape())]
+    axis = normalize_axis(attrs["axis"], len(dims) + 1, name, "Pack")
+    return [(dtype, TensorShape(dims[:axis] + (len(inputs),) + dims[axis:]))]
+
+
+register_op("Pack", _pack_infer)
+
+
+def stack(values, axis: int = 0, name: str = "stack") -> Tensor:
+    """Stack rank-R tensors into one rank-(R+1) tensor (tf.stack)."""
+    values = to_tensors(values)
+    return apply_op_1("Pack", values, {"axis": axis, "N": len(values)}, name=name)
+
+
+def _unpack_infer(inputs, attrs, name):
+    x, num, axis = inputs[0], attrs["num"], attrs["axis"]
+    dims = x._shape.as_tuple()
+    if dims is None:
+        return [(x._dtype.base_dtype, unknown_shape())] * num
+    axis = normalize_axis(axis, len(dims), name, "Unpack")
+    if dims[axis] is not None and dims[axis] != num:
+        raise ValueError(f"Dimension {axis} has size {dims[axis]} but num={num} for '{name}' (op: 'Unpack')")
+    return [(x._dtype.base_dtype, TensorShape(dims[:axis] + dims[axis + 1:]))] * num
+
+
+register_op("Unpack", _unpack_infer, is_view=True)
+
+
+def unstack(value, num: int | None = None, axis: int = 0, name: str = "unstack") -> list[Tensor]:
+    """Split a tensor into its slices along `axis` (tf.unstack)."""
+    value = convert_to_tensor(value)
+    if num is None:
+        dims = value._shape.as_tuple()
+        if dims is None or dims[axis] is None:
+            raise ValueError(f"Cannot infer num from shape {value._shape}")
+        num = dims[axis]
+    return apply_op("Unpack", [value], {"num": num, "axis": axis}, name=name).outputs
+
+
+# --- Fill, ZerosLike, OnesLike -----------------------------------------------------------------------------------
+def _fill_infer(inputs, attrs, name):
+    dims_t, value = inputs
+    if value._shape.ndims not in (None, 0):
+        raise ValueError(f"Shape must be rank 0 but is rank {value._shape.ndims} for '{name}' (op: 'Fill')")
+    return [(value._dtype.base_dtype, shape_from_tensor(dims_t))]
+
+
+register_op("Fill", _fill_infer)
+register_op("ZerosLike", _same)
+register_op("OnesLike", _same)
+
+
+def fill(dims, value, name: str | None = None) -> Tensor:
+    """A tensor of shape `dims` filled with `value` (tf.fill)."""
+    name = name or "Fill"
+    dims_t = dims if isinstance(dims, Tensor) else int_const(dims, name=f"{name}/dims")
+    return apply_op_1("Fill", [dims_t, convert_to_tensor(value, name=f"{name}/value")], name=name)
+
+
+def _filled(shape, dtype, value, name):
+    dtype = _dtypes.as_dtype(dtype)
+    with name_scope(name) as scope:
+        dims_t = shape if isinstance(shape, Tensor) else int_const(as_shape(shape).as_list(), name="shape")
+        return apply_op_1("Fill", [dims_t, constant(value, dtype=dtype, name="Const")], name=scope)
+
+
+def zeros(shape, dtype=_dtypes.float32, name: str = "zeros") -> Tensor:
+    return _filled(shape, dtype, 0, name)
+
+
+def ones(shape, dtype=_dtypes.float32, name: str = "ones") -> Tensor:
+    return _filled(shape, dtype, 1, name)
+
+
+def _filled_like(op_type: str, tensor, dtype, name: str) -> Tensor:
+    tensor = convert_to_tensor(tensor)
+    if dtype is not None and _dtypes.as_dtype(dtype) is not tensor.dtype.base_dtype:
+        from adplace.ops.math_ops import cast  # math_ops imports this module
+        tensor = cast(tensor, dtype)
+    return apply_op_1(op_type, [tensor], name=name)
+
+
+def zeros_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> Tensor:
+    """Zeros with the shape of `tensor` (tf.zeros_like)."""
+    return _filled_like("ZerosLike", tensor, dtype, name or "zeros_like")
+
+
+def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> Tensor:
+    """Ones with the shape of `tensor` (tf.ones_like)."""
+    return _filled_like("OnesLike", tensor, dtype, name or "ones_like")
+
+
+# --- StridedSlice (Python indexing) --------------------------------------------------------------------------------
+def _slice_infer(inputs, attrs, name):
+    x = inputs[0]
+    if not x._shape.is_fully_defined():
+        return [(x._dtype.base_dtype, unknown_shape())]
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x._shape.as_list(), [0] * x._shape.ndims)
+    try:
+        out_shape = probe[attrs["slice_spec"]].shape
+    except IndexError as e:
+        raise ValueError(f"Index out of range using input dim of shape {x._shape} in '{name}' (op: "
+                         f"'StridedSlice'): {e}") from None
+    return [(x._dtype.base_dtype, TensorShape(out_shape))]
+
+
+register_op("StridedSlice", _slice_infer, is_view=True)
+
+
+def _getitem(tensor: Tensor, key) -> Tensor:
+    """tensor[key] with ints, slices, None (newaxis) and Ellipsis."""
+    key = key if isinstance(key, tuple) else (key,)
+    for k in key:
+        if isinstance(k, Tensor) or (isinstance(k, slice) and any(isinstance(p, Tensor) for p in
+                                                                      (k.start, k.stop, k.step))):
+            raise TypeError(f"Indexing {tensor.name!r} with a Tensor is not supported; use tf.gather or constants.")
+        if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))):
+            raise TypeError(f"Only integers, slices (`:`), ellipsis (`...`) and tf.newaxis (`None`) are valid "
+                            f"indices, got {k!r}")
+    return apply_op_1("StridedSlice", [tensor], {"slice_spec": key}, name="strided_slice")
+
+
+Tensor.__getitem__ = _getitem
+newaxis = None

@@ -1,0 +1,318 @@
+"""Math ops: elementwise unary/binary ops with broadcasting, matmul, reductions, add_n, cast, range, and the
+Python operators on Tensor (+ - * / // % ** @, unary -, abs, comparisons)."""
+from __future__ import annotations
+
+import numpy as np
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.graph import Tensor, convert_to_tensor, name_scope
+from adplace.framework.registry import register_op
+from adplace.framework.tensor_shape import TensorShape, unknown_shape
+from adplace.ops.op_builder import (apply_op_1, broadcast_dims, check_dtype, check_same_dtype,
+                                    constant_value, int_const, normalize_axis, shapes_text, to_tensors)
+
+FLOAT = _dtypes.FLOATING
+FLOAT_COMPLEX = _dtypes.FLOATING | _dtypes.COMPLEX
+SIGNED = FLOAT_COMPLEX | {_dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64}
+NUMERIC = _dtypes.NUMERIC
+REAL = _dtypes.FLOATING | _dtypes.INTEGER
+
+
+# --- unary ----------------------------------------------------------------------------------------------------
+def _unary_infer(op_type, allowed):
+    def infer(inputs, attrs, name):
+        x = inputs[0]
+        check_dtype(op_type, "x", x._dtype, allowed)
+        return [(x._dtype.base_dtype, x._shape)]
+    return infer
+
+
+UNARY_OPS = {  # op type -> (allowed dtypes, public name)
+    "Neg": (SIGNED, "negative"), "Abs": (SIGNED, "abs"), "Sign": (SIGNED, "sign"), "Square": (NUMERIC, "square"),
+    "Sqrt": (FLOAT_COMPLEX, "sqrt"), "Rsqrt": (FLOAT_COMPLEX, "rsqrt"), "Reciprocal": (FLOAT_COMPLEX, "reciprocal"),
+    "Exp": (FLOAT_COMPLEX, "exp"), "Log": (FLOAT_COMPLEX, "log"), "Log1p": (FLOAT_COMPLEX, "log1p"),
+    "Sin": (FLOAT_COMPLEX, "sin"), "Cos": (FLOAT_COMPLEX, "cos"), "Tan": (FLOAT_COMPLEX, "tan"),
+    "Tanh": (FLOAT_COMPLEX, "tanh"), "Sigmoid": (FLOAT_COMPLEX, "sigmoid"), "Relu": (REAL, "relu"),
+    "Floor": (FLOAT, "floor"), "Ceil": (FLOAT, "ceil"),
+}
+for _op_type, (_allowed, _) in UNARY_OPS.items():
+    register_op(_op_type, _unary_infer(_op_type, _allowed))
+
+
+def _unary(op_type: str, x, name: str | None) -> Tensor:
+    x = convert_to_tensor(x)
+    return apply_op_1(op_type, [x], {"T": x.dtype.base_dtype}, name=name or op_type)
+
+
+def negative(x, name=None): return _unary("Neg", x, name)  # noqa: E704
+def abs(x, name=None): return _unary("Abs", x, name)  # noqa: E704,A001 - TF's public name
+def sign(x, name=None): return _unary("Sign", x, name)  # noqa: E704
+def square(x, name=None): return _unary("Square", x, name)  # noqa: E704
+def sqrt(x, name=None): return _unary("Sqrt", x, name)  # noqa: E704
+def rsqrt(x, name=None): return _unary("Rsqrt", x, name)  # noqa: E704
+def reciprocal(x, name=None): return _unary("Reciprocal", x, name)  # noqa: E704
+def exp(x, name=None): return _unary("Exp", x, name)  # noqa: E704
+def log(x, name=None): return _unary("Log", x, name)  # noqa: E704
+def log1p(x, name=None): return _unary("Log1p", x, name)  # noqa: E704
+def sin(x, name=None): return _unary("Sin", x, name)  # noqa: E704
+def cos(x, name=None): return _unary("Cos", x, name)  # noqa: E704
+def tan(x, name=None): return _unary("Tan", x, name)  # noqa: E704
+def tanh(x, name=None): return _unary("Tanh", x, name)  # noqa: E704
+def sigmoid(x, name=None): return _unary("Sigmoid", x, name)  # noqa: E704
+def relu(features, name=None): return _unary("Relu", features, name)  # noqa: E704
+def floor(x, name=None): return _unary("Floor", x, name)  # noqa: E704
+def ceil(x, name=None): return _unary("Ceil", x, name)  # noqa: E704
+
+
+# --- binary (broadcasting) -------------------------------------------------------------------------------------
+def _binary_infer(op_type, allowed, out_dtype=None):
+    def infer(inputs, attrs, name):
+        dtype = check_same_dtype(op_type, inputs)
+        check_dtype(op_type, "x", dtype, allowed)
+        dims = broadcast_dims(inputs[0]._shape.as_tuple(), inputs[1]._shape.as_tuple(), name, op_type, inputs)
+        return [(out_dtype or dtype, TensorShape(dims))]
+    return infer
+
+
+BINARY_OPS = {  # op type -> allowed dtypes
+    "Add": NUMERIC | {_dtypes.string}, "Sub": NUMERIC, "Mul": NUMERIC, "RealDiv": FLOAT_COMPLEX,
+    "FloorDiv": REAL, "FloorMod": REAL, "Pow": FLOAT_COMPLEX | {_dtypes.int32, _dtypes.int64},
+    "Maximum": REAL, "Minimum": REAL, "SquaredDifference": SIGNED,
+}
+COMPARISON_OPS = ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual")
+for _op_type, _allowed in BINARY_OPS.items():
+    register_op(_op_type, _binary_infer(_op_type, _allowed))
+for _op_type in COMPARISON_OPS:
+    register_op(_op_type, _binary_infer(_op_type, _dtypes.ALL, out_dtype=_dtypes.bool))
+
+
+def _binary(op_type: str, x, y, name: str | None, scope: str | None = None) -> Tensor:
+    """Build a binary op; Python values take the dtype of the Tensor operand, as TF's operator wrappers do."""
+    with name_scope(name, scope or op_type) as op_name:
+        if isinstance(x, Tensor) or not isinstance(y, Tensor):
+            x = convert_to_tensor(x, name="x")
+            y = convert_to_tensor(y, dtype=x.dtype.base_dtype, name="y")
+        else:
+            y = convert_to_tensor(y, name="y")
+            x = convert_to_tensor(x, dtype=y.dtype.base_dtype, name="x")
+        return apply_op_1(op_type, [x, y], {"T": x.dtype.base_dtype}, name=op_name)
+
+
+def add(x, y, name=None): return _binary("Add", x, y, name)  # noqa: E704
+def subtract(x, y, name=None): return _binary("Sub", x, y, name)  # noqa: E704
+def multiply(x, y, name=None): return _binary("Mul", x, y, name)  # noqa: E704
+def maximum(x, y, name=None): return _binary("Maximum", x, y, name)  # noqa: E704
+def minimum(x, y, name=None): return _binary("Minimum", x, y, name)  # noqa: E704
+def pow(x, y, name=None): return _binary("Pow", x, y, name)  # noqa: E704,A001
+def floordiv(x, y, name=None): return _binary("FloorDiv", x, y, name, "floordiv")  # noqa: E704
+def floormod(x, y, name=None): return _binary("FloorMod", x, y, name, "mod")  # noqa: E704
+def squared_difference(x, y, name=None): return _binary("SquaredDifference", x, y, name)  # noqa: E704
+def less(x, y, name=None): return _binary("Less", x, y, name)  # noqa: E704
+def less_equal(x, y, name=None): return _binary("LessEqual", x, y, name)  # noqa: E704
+def greater(x, y, name=None): return _binary("Greater", x, y, name)  # noqa: E704
+def greater_equal(x, y, name=None): return _binary("GreaterEqual", x, y, name)  # noqa: E704
+def equal(x, y, name=None): return _binary("Equal", x, y, name)  # noqa: E704
+def not_equal(x, y, name=None): return _binary("NotEqual", x, y, name)  # noqa: E704
+
+
+def truediv(x, y, name=None) -> Tensor:
+    """x / y; integer inputs are cast to floating point first, as in TF (int32 -> float64)."""
+    with name_scope(name, "truediv") as scope:
+        x = convert_to_tensor(x, name="x")
+        y = convert_to_tensor(y, dtype=x.dtype.base_dtype, name="y")
+        if x.dtype.is_integer:
+            target = _dtypes.float32 if x.dtype.size <= 2 else _dtypes.float64
+            x, y = cast(x, target), cast(y, target)
+        return apply_op_1("RealDiv", [x, y], {"T": x.dtype.base_dtype}, name=scope)
+
+
+divide = div = truediv
+
+
+# --- MatMul ---------------------------------------------------------------------------------------------------
+def _matmul_infer(inputs, attrs, name):
+    a, b = inputs
+    dtype = check_same_dtype("MatMul", inputs, ("a", "b"))
+    check_dtype("MatMul", "a", dtype, FLOAT_COMPLEX | {_dtypes.int32, _dtypes.int64})
+    da, db = a._shape.as_tuple(), b._shape.as_tuple()
+    for dims in (da, db):
+        if dims is not None and len(dims) != 2:
+            raise ValueError(f"Shape must be rank 2 but is rank {len(dims)} for '{name}' (op: 'MatMul') with input "
+                             f"shapes: {shapes_text(inputs)}.")
+    da, db = da or (None, None), db or (None, None)
+    m, ka = (da[1], da[0]) if attrs["transpose_a"] else da
+    kb, n = (db[1], db[0]) if attrs["transpose_b"] else db
+    if ka is not None and kb is not None and ka != kb:
+        raise ValueError(f"Dimensions must be equal, but are {ka} and {kb} for '{name}' (op: 'MatMul') with input "
+                         f"shapes: {shapes_text(inputs)}.")
+    return [(dtype, TensorShape([m, n]))]
+
+
+register_op("MatMul", _matmul_infer)
+
+
+def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None) -> Tensor:
+    """Matrix product of rank-2 tensors, with optional transposes (tf.matmul)."""
+    a = convert_to_tensor(a, name="a")
+    b = convert_to_tensor(b, dtype=a.dtype.base_dtype, name="b")
+    return apply_op_1("MatMul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
+                                         "T": a.dtype.base_dtype}, name=name or "MatMul")
+
+
+# --- reductions -------------------------------------------------------------------------------------------------
+def _reduction_infer(op_type):
+    def infer(inputs, attrs, name):
+        x, axis_t = inputs
+        check_dtype(op_type, "input", x._dtype, _dtypes.NUMERIC if op_type in ("Sum", "Mean", "Prod") else REAL)
+        dims, axes, keep = x._shape.as_tuple(), constant_value(axis_t), attrs["keep_dims"]
+        dtype = x._dtype.base_dtype
+        if dims is None:
+            return [(dtype, unknown_shape())]
+        if axes is None:
+            return [(dtype, unknown_shape(len(dims) if keep else None))]
+        axes = {normalize_axis(int(a), len(dims), name, op_type) for a in np.reshape(axes, [-1])} if dims else set()
+        out = [1 if i in axes else d for i, d in enumerate(dims)] if keep else [d for i, d in enumerate(dims)
+                                                                               if i not in axes]
+        return [(dtype, TensorShape(out))]
+    return infer
+
+
+REDUCTION_OPS = ("Sum", "Mean", "Max", "Min", "Prod")
+for _op_type in REDUCTION_OPS:
+    register_op(_op_type, _reduction_infer(_op_type))
+
+
+def _reduce(op_type: str, default_name: str, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
+    axis = reduction_indices if axis is None else axis
+    keep = bool(keep_dims if keepdims is None else keepdims)
+    x = convert_to_tensor(input_tensor)
+    with name_scope(name, default_name) as scope:
+        if isinstance(axis, Tensor):
+            axis_t = axis
+        elif axis is None and x._shape.ndims is None:
+            axis_t = range(0, rank(x), 1, name="range")
+        else:
+            axis_t = int_const(list(np.arange(x._shape.ndims)) if axis is None else axis, name="reduction_indices")
+        return apply_op_1(op_type, [x, axis_t], {"keep_dims": keep, "T": x.dtype.base_dtype},
+                          name=scope)
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    """Sum over `axis` (all axes when None) (tf.reduce_sum)."""
+    return _reduce("Sum", "Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    """Mean over `axis` (all axes when None); integer means truncate, as in TF."""
+    return _reduce("Mean", "Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    return _reduce("Max", "Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    return _reduce("Min", "Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    return _reduce("Prod", "Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+# --- AddN, Cast, Range, Rank -------------------------------------------------------------------------------------
+def _add_n_infer(inputs, attrs, name):
+    dtype = check_same_dtype("AddN", inputs, ("inputs",))
+    merged = TensorShape(None)
+    for t in inputs:
+        if not merged.is_compatible_with(t._shape):
+            raise ValueError(f"Shapes must be equal for '{name}' (op: 'AddN') with input shapes: "
+                             f"{shapes_text(inputs)}.")
+        merged = merged.merge_with(t._shape)
+    return [(dtype, merged)]
+
+
+register_op("AddN", _add_n_infer)
+
+
+def add_n(inputs, name: str | None = None) -> Tensor:
+    """Elementwise sum of a list of same-shape tensors (tf.add_n)."""
+    if not inputs or not isinstance(inputs, (list, tuple)):
+        raise ValueError("inputs must be a non-empty list of tensors with the same dtype and shape")
+    inputs = to_tensors(inputs, arg_name="inputs")
+    return apply_op_1("AddN", inputs, {"N": len(inputs), "T": inputs[0].dtype.base_dtype}, name=name or "AddN")
+
+
+register_op("Cast", lambda inputs, attrs, name: [(attrs["DstT"], inputs[0]._shape)])
+
+
+def cast(x, dtype, name: str | None = None) -> Tensor:
+    """Convert to `dtype` (tf.cast); returns `x` itself when it already has that dtype."""
+    dtype = _dtypes.as_dtype(dtype).base_dtype
+    x = convert_to_tensor(x)
+    if x.dtype.base_dtype is dtype:
+        return x
+    return apply_op_1("Cast", [x], {"SrcT": x.dtype.base_dtype, "DstT": dtype, "T": x.dtype.base_dtype},
+                      name=name or "Cast")
+
+
+def to_float(x, name: str = "ToFloat") -> Tensor:
+    return cast(x, _dtypes.float32, name=name)
+
+
+def _range_infer(inputs, attrs, name):
+    values = [constant_value(t) for t in inputs]
+    dtype = check_same_dtype("Range", inputs, ("start", "limit", "delta"))
+    if any(v is None for v in values):
+        return [(dtype, unknown_shape(1))]
+    start, limit, delta = (v.item() for v in values)
+    if delta == 0:
+        raise ValueError(f"Requires delta != 0 for '{name}' (op: 'Range')")
+    return [(dtype, TensorShape([len(np.arange(start, limit, delta))]))]
+
+
+register_op("Range", _range_infer)
+
+
+def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor:  # noqa: A001 - TF's name
+    """[start, start + delta, ...) up to `limit` (tf.range)."""
+    if limit is None:
+        start, limit = 0, start
+    with name_scope(name) as scope:
+        tensors = [convert_to_tensor(v, dtype=dtype, name=n) for v, n in ((start, "start"), (limit, "limit"),
+                                                                           (delta, "delta"))]
+        dtypes = {t.dtype.base_dtype for t in tensors}
+        if len(dtypes) > 1:  # mixed Python ints and float tensors: promote like TF
+            target = max(dtypes, key=lambda d: (d.is_floating, d.size))
+            tensors = [cast(t, target) for t in tensors]
+        return apply_op_1("Range", tensors, {"Tidx": tensors[0].dtype.base_dtype}, name=scope)
+
+
+from adplace.ops.array_ops import rank  # noqa: E402 - array_ops imports math_ops lazily; this is the other half
+
+
+# --- Python operators on Tensor -------------------------------------------------------------------------------
+def _install_operators() -> None:
+    binary = {"add": ("Add", "add"), "sub": ("Sub", "sub"), "mul": ("Mul", "mul"), "pow": ("Pow", "pow"),
+              "floordiv": ("FloorDiv", "floordiv"), "mod": ("FloorMod", "mod")}
+    for dunder, (op_type, scope) in binary.items():
+        def forward(self, other, _t=op_type, _s=scope):
+            return _binary(_t, self, other, None, _s)
+
+        def reverse(self, other, _t=op_type, _s=scope):
+            return _binary(_t, other, self, None, _s)
+        setattr(Tensor, f"__{dunder}__", forward)
+        setattr(Tensor, f"__r{dunder}__", reverse)
+    Tensor.__truediv__ = lambda self, other: truediv(self, other)
+    Tensor.__rtruediv__ = lambda self, other: truediv(other, self)
+    Tensor.__div__, Tensor.__rdiv__ = Tensor.__truediv__, Tensor.__rtruediv__
+    Tensor.__matmul__ = lambda self, other: matmul(self, other, name="matmul")
+    Tensor.__rmatmul__ = lambda self, other: matmul(other, self, name="matmul")
+    Tensor.__neg__ = lambda self: negative(self, name="Neg")
+    Tensor.__abs__ = lambda self: abs(self, name="Abs")
+    Tensor.__lt__ = lambda self, other: _binary("Less", self, other, None)
+    Tensor.__le__ = lambda self, other: _binary("LessEqual", self, other, None)
+    Tensor.__gt__ = lambda self, other: _binary("Greater", self, other, None)
+    Tensor.__ge__ = lambda self, other: _binary("GreaterEqual", self, other, None)
+
+
+_install_operators()

@@ -1,0 +1,110 @@
+"""How ops are built: `apply_op`, input conversion with TF's dtype rules, and the shape functions ops share.
+
+Graph-construction errors use TF1's classes and wording: TypeError for dtypes, ValueError for shapes, each naming
+the op, e.g. "Dimensions must be equal, but are 2 and 3 for 'add' (op: 'Add') with input shapes: [2], [3]."
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.graph import Operation, Tensor, convert_to_tensor, get_default_graph
+from adplace.framework.tensor_shape import TensorShape, dims_text, unknown_shape
+
+SCALAR = TensorShape([])
+
+
+def apply_op(op_type: str, inputs, attrs: dict | None = None, name: str | None = None) -> Operation:
+    """Create an op of a registered type in the default graph."""
+    return get_default_graph().create_op(op_type, inputs, attrs, name)
+
+
+def apply_op_1(op_type: str, inputs, attrs: dict | None = None, name: str | None = None) -> Tensor:
+    """Create a single-output op and return its output."""
+    return apply_op(op_type, inputs, attrs, name)._outputs[0]
+
+
+def shapes_text(inputs) -> str:
+    return ", ".join(dims_text(t._shape.as_tuple()) for t in inputs)
+
+
+def check_dtype(op_type: str, arg: str, dtype: _dtypes.DType, allowed) -> None:
+    if dtype.base_dtype not in allowed:
+        names = ", ".join(sorted(d.name for d in allowed))
+        raise TypeError(f"Value passed to parameter '{arg}' has DataType {dtype.base_dtype.name} not in list of "
+                        f"allowed values: {names} (op: '{op_type}')")
+
+
+def check_same_dtype(op_type: str, inputs, arg_names=("x", "y")) -> _dtypes.DType:
+    first = inputs[0]._dtype.base_dtype
+    for t, arg in zip(inputs[1:], arg_names[1:] if len(arg_names) > 1 else arg_names * len(inputs)):
+        if t._dtype.base_dtype is not first:
+            raise TypeError(f"Input '{arg}' of '{op_type}' Op has type {t._dtype.base_dtype.name} that does not "
+                            f"match type {first.name} of argument '{arg_names[0]}'.")
+    return first
+
+
+def broadcast_dims(a, b, name: str, op_type: str, inputs) -> tuple | None:
+    """NumPy broadcasting of static dims (None = unknown), raising TF's ValueError on a known mismatch."""
+    if a is None or b is None:
+        return None
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        da = a[-i] if i <= len(a) else 1
+        db = b[-i] if i <= len(b) else 1
+        if da == 1:
+            out.append(db)
+        elif db == 1:
+            out.append(da)
+        elif da is None:
+            out.append(db)
+        elif db is None or da == db:
+            out.append(da)
+        else:
+            raise ValueError(f"Dimensions must be equal, but are {da} and {db} for '{name}' (op: '{op_type}') "
+                             f"with input shapes: {shapes_text(inputs)}.")
+    return tuple(reversed(out))
+
+
+def constant_value(tensor: Tensor):
+    """The value of `tensor` if it is known when the graph is built (a Const, or the Shape of a static shape)."""
+    op = tensor._op
+    if op._type == "Const":
+        return op._attrs["value"]
+    if op._type == "Shape" and op._inputs[0]._shape.is_fully_defined():
+        return np.array(op._inputs[0]._shape.as_list(), dtype=op._attrs["out_type"].as_numpy_dtype)
+    if op._type == "Identity":
+        return constant_value(op._inputs[0])
+    return None
+
+
+def shape_from_tensor(tensor: Tensor) -> TensorShape:
+    """The static shape a shape-valued tensor describes (unknown dims where its value is unknown)."""
+    value = constant_value(tensor)
+    if value is not None:
+        return TensorShape([None if d < 0 else int(d) for d in np.reshape(value, [-1])])
+    dims = tensor._shape.as_tuple()
+    return unknown_shape(dims[0] if dims else None)
+
+
+def normalize_axis(axis: int, rank: int, name: str, op_type: str) -> int:
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for a tensor of rank {rank} in '{name}' (op: '{op_type}'); "
+                         f"expected -{rank} <= axis < {rank}")
+    return axis % rank
+
+
+def to_tensors(values, dtype=None, arg_name: str = "values") -> list[Tensor]:
+    """Convert a list of values, the first Tensor deciding the dtype of Python values."""
+    values = list(values)
+    if dtype is None:
+        for v in values:
+            if isinstance(v, Tensor) or hasattr(v, "_as_graph_element"):
+                dtype = convert_to_tensor(v).dtype.base_dtype
+                break
+    return [convert_to_tensor(v, dtype=dtype, name=f"{arg_name}_{i}") for i, v in enumerate(values)]
+
+
+def int_const(value, name: str) -> Tensor:
+    """An int32 Const for axes, shapes and permutations (their own ops, as in TF)."""
+    return convert_to_tensor(np.asarray(value, dtype=np.int32), name=name)

@@ -1,0 +1,58 @@
+"""Random ops with TF's seeding: graph seed + op seed give a reproducible stream per op."""
+from __future__ import annotations
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.graph import Tensor, convert_to_tensor, get_seed, name_scope
+from adplace.framework.registry import register_op
+from adplace.ops import math_ops
+from adplace.ops.op_builder import apply_op_1, check_dtype, int_const, shape_from_tensor
+
+
+def _random_infer(op_type: str):
+    def infer(inputs, attrs, name):
+        check_dtype(op_type, "dtype", attrs["dtype"], _dtypes.FLOATING)
+        return [(attrs["dtype"], shape_from_tensor(inputs[0]))]
+    return infer
+
+
+for _op_type in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal"):
+    register_op(_op_type, _random_infer(_op_type), is_stateful=True)
+
+
+def _random(op_type: str, shape, dtype, seed) -> Tensor:
+    shape_t = shape if isinstance(shape, Tensor) else int_const(list(shape), name="shape")
+    seed1, seed2 = get_seed(seed)
+    return apply_op_1(op_type, [shape_t], {"dtype": _dtypes.as_dtype(dtype).base_dtype, "seed": seed1 or 0,
+                                           "seed2": seed2 or 0}, name=op_type)
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=None, name: str | None = None):
+    """Uniform values in [minval, maxval) (maxval defaults to 1) (tf.random_uniform)."""
+    dtype = _dtypes.as_dtype(dtype)
+    with name_scope(name, "random_uniform") as scope:
+        minval = convert_to_tensor(minval, dtype=dtype, name="min")
+        maxval = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
+        span = math_ops.subtract(maxval, minval, name="sub")
+        return _scale_shift(_random("RandomUniform", shape, dtype, seed), span, minval, scope)
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name: str | None = None):
+    """Normal values with the given mean and stddev (tf.random_normal)."""
+    dtype = _dtypes.as_dtype(dtype)
+    with name_scope(name, "random_normal") as scope:
+        mean = convert_to_tensor(mean, dtype=dtype, name="mean")
+        stddev = convert_to_tensor(stddev, dtype=dtype, name="stddev")
+        return _scale_shift(_random("RandomStandardNormal", shape, dtype, seed), stddev, mean, scope)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name: str | None = None):
+    """Normal values redrawn until within two standard deviations (tf.truncated_normal)."""
+    dtype = _dtypes.as_dtype(dtype)
+    with name_scope(name, "truncated_normal") as scope:
+        mean = convert_to_tensor(mean, dtype=dtype, name="mean")
+        stddev = convert_to_tensor(stddev, dtype=dtype, name="stddev")
+        return _scale_shift(_random("TruncatedNormal", shape, dtype, seed), stddev, mean, scope)
+
+
+def _scale_shift(x: Tensor, scale: Tensor, shift: Tensor, scope: str) -> Tensor:
+    return math_ops.add(math_ops.multiply(x, scale, name="mul"), shift, name=scope)

@@ -1,0 +1,1 @@
+"""The runtime: sessions, compiled plans and their execution."""

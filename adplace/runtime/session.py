@@ -1,0 +1,304 @@
+"""Session: places the graph, compiles and caches a plan per (fetches, feeds), runs it, holds variables.
+
+    sess = tf.Session(config=tf.ConfigProto(log_device_placement=True))
+    print(sess.run(c))        # one placement line per op, then the value of c
+    sess.placement(c)         # '/job:localhost/replica:0/task:0/device:GPU:0'
+
+A step that raises leaves every variable exactly as it was before the step.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Callable
+
+import numpy as np
+
+from adplace import devices as _devices
+from adplace.framework import errors
+from adplace.framework.graph import Operation, Tensor, default_session, get_default_graph
+from adplace.placement import PlacementTable, Placer
+from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
+from adplace.runtime.options import ConfigProto
+
+_DeviceAttributes = collections.namedtuple("_DeviceAttributes",
+                                           ["name", "device_type", "memory_limit_bytes", "incarnation"])
+
+_KERNEL_ERRORS = (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, OverflowError,
+                  KeyError, AttributeError)
+
+
+class _FetchMapper:
+    """Flattens a nested fetch structure (lists, tuples, dicts, namedtuples) and rebuilds it from flat values."""
+
+    def __init__(self, graph, fetches):
+        self.elements: list = []
+        self._build = self._parse(graph, fetches)
+
+    def _parse(self, graph, fetch):
+        if fetch is None:
+            raise TypeError(f"Fetch argument None has invalid type {type(None)}")
+        if isinstance(fetch, (list, tuple)):
+            builders = [self._parse(graph, f) for f in fetch]
+            if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
+                kind = type(fetch)
+                return lambda values: kind(*[b(values) for b in builders])
+            kind = type(fetch)
+            return lambda values: kind(b(values) for b in builders)
+        if isinstance(fetch, dict):
+            keys, builders = list(fetch), [self._parse(graph, f) for f in fetch.values()]
+            kind = type(fetch)
+            return lambda values: kind(zip(keys, (b(values) for b in builders)))
+        try:
+            element = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+        except TypeError as e:
+            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a string or Tensor. "
+                            f"({e})") from None
+        except ValueError as e:
+            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e})") from None
+        except KeyError as e:
+            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e.args[0]})") from None
+        index = len(self.elements)
+        self.elements.append(element)
+        if isinstance(element, Operation):
+            return lambda values: None
+        return lambda values: values[index]
+
+    def build(self, flat: list):
+        return self._build(flat)
+
+
+def _structure_key(fetches):
+    """A hashable key for a fetch structure: the same structure of the same elements gives the same key."""
+    if isinstance(fetches, (list, tuple)):
+        return (type(fetches), tuple(_structure_key(f) for f in fetches))
+    if isinstance(fetches, dict):
+        return (type(fetches), tuple(fetches), tuple(_structure_key(f) for f in fetches.values()))
+    return fetches
+
+
+class _CompiledRun:
+    """A cached run signature: the plan, its feed converters, and how to rebuild the fetch structure."""
+
+    __slots__ = ("plan", "feed_converters", "build")
+
+    def __init__(self, plan: Plan, feed_converters: list, build: Callable):
+        self.plan, self.feed_converters, self.build = plan, feed_converters, build
+
+
+def _feed_converter(tensor: Tensor) -> Callable:
+    """A function turning a fed value into an owned array of the tensor's dtype, checking its static shape."""
+    np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
+    static = tensor.shape
+    name = tensor.name
+    checks_shape = static.ndims is not None
+
+    def convert(value):
+        if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
+            raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
+                            f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. Feeding {name}.")
+        try:
+            array = np.array(value, dtype=np_dtype)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"Cannot feed value {value!r} for Tensor '{name}' of dtype "
+                             f"{tensor.dtype.base_dtype.name}: {e}") from None
+        if checks_shape and not static.is_compatible_with(array.shape):
+            raise ValueError(f"Cannot feed value of shape {array.shape!r} for Tensor '{name}', which has shape "
+                             f"'{static}'")
+        return array
+    return convert
+
+
+class BaseSession:
+    """A session over one graph: its devices, placement, variables and compiled plans."""
+
+    def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
+        if target:
+            raise errors.UnimplementedError(None, None, f"Session target {target!r} is not supported: adplace runs "
+                                            "in-process sessions only (distributed jobs come with adplace[distributed])")
+        if config is not None and not isinstance(config, ConfigProto):
+            raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
+        self._graph = graph if graph is not None else get_default_graph()
+        self._config = config if config is not None else ConfigProto()
+        self._closed = False
+        gpu_options = self._config.gpu_options
+        self._devices = _devices.local_devices(self._config.device_count, gpu_options.visible_device_list)
+        self._placement = PlacementTable(self._devices)
+        self._placer = Placer(self._placement, self._config.allow_soft_placement, self._config.log_device_placement)
+        self._ctx = KernelContext(self._placement)
+        self._runs: dict = {}
+        self.transfers_executed = 0
+        self._default_ctx = None
+        if self._config.log_device_placement:
+            self._print_device_mapping()
+
+    graph = property(lambda self: self._graph)
+    graph_def = property(lambda self: self._graph)
+    sess_str = property(lambda self: "")
+
+    def _print_device_mapping(self) -> None:
+        described = [d for d in self._devices if d.description]
+        if not described:
+            print("Device mapping: no known devices.")
+            return
+        print("Device mapping:\n" + "\n".join(f"{d.name} -> {d.description}" for d in described))
+
+    def list_devices(self) -> list:
+        """The session's devices, as TF's _DeviceAttributes (name, device_type, memory_limit_bytes, incarnation)."""
+        return [_DeviceAttributes(d.name, d.device_type, d.memory_limit_bytes, 1 + i)
+                for i, d in enumerate(self._devices)]
+
+    # --- placement --------------------------------------------------------------------------------------------
+    def _place(self) -> None:
+        if len(self._placement.device_by_op_id) != len(self._graph._ops):
+            self._placer.place(self._graph)
+
+    def placement(self, element) -> str:
+        """The full name of the device `element` (op, tensor, variable or name) was placed on."""
+        self._check_open()
+        op = self._graph.as_graph_element(element)
+        op = op.op if isinstance(op, Tensor) else op
+        self._place()
+        return self._placement.device_of(op).name
+
+    def placement_table(self) -> list[tuple[str, str, str, str, str]]:
+        """(op name, type, requested device, placed device, note) for every placed op, in creation order."""
+        self._check_open()
+        self._place()
+        notes = self._placement.notes
+        return [(op.name, op.type, op.device, self._placement.device_of(op).name, notes.get(op._id, ""))
+                for op in self._graph._ops]
+
+    # --- running ----------------------------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Run the ops needed for `fetches` (nested lists/tuples/dicts/namedtuples of tensors, ops or names)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        try:
+            key = (_structure_key(fetches), tuple(feed_dict) if feed_dict else ())
+            compiled = self._runs.get(key)
+        except TypeError:  # unhashable fetch or feed key: compile without caching
+            key, compiled = None, None
+        if compiled is None:
+            compiled = self._compile(fetches, feed_dict)
+            if key is not None:
+                self._runs[key] = compiled
+        elif len(self._placement.device_by_op_id) != len(self._graph._ops):
+            self._place()  # TF places a grown graph on the next run: errors and log lines for new ops surface now
+        feeds = [convert(value) for convert, value in zip(compiled.feed_converters, feed_dict.values())] \
+            if feed_dict else ()
+        return compiled.build(self._execute(compiled.plan, feeds))
+
+    def _execute(self, plan: Plan, feeds) -> list:
+        ctx = self._ctx
+        try:
+            flat = plan.fn(feeds)
+        except BaseException as exc:
+            if plan.has_writes:
+                ctx.rollback()
+            raise self._op_error(plan, exc) from exc
+        if plan.has_writes:
+            ctx.journal.clear()
+        self.transfers_executed += plan.num_transfers
+        plan.runs += 1
+        if plan.runs == TIER_UP_AFTER_RUNS:
+            plan.tier_up()
+        return flat
+
+    def _compile(self, fetches, feed_dict) -> _CompiledRun:
+        if not self._graph._ops:
+            raise RuntimeError("The Session graph is empty. Add operations to the graph before calling run().")
+        mapper = _FetchMapper(self._graph, fetches)
+        feed_tensors = []
+        for key in (feed_dict or {}):
+            try:
+                tensor = self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+            except (KeyError, ValueError, TypeError) as e:
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+            feed_tensors.append(tensor)
+        self._place()
+        plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
+        return _CompiledRun(plan, [_feed_converter(t) for t in feed_tensors], mapper.build)
+
+    def plan_for(self, fetches, feed_dict=None) -> Plan:
+        """The compiled plan `run(fetches, feed_dict)` uses (for inspection: steps, transfers)."""
+        self._check_open()
+        return self._compile(fetches, feed_dict).plan
+
+    def make_callable(self, fetches, feed_list=None) -> Callable:
+        """A function running `fetches` with positional feeds for `feed_list`, skipping all per-run lookups."""
+        self._check_open()
+        feed_list = list(feed_list or [])
+        compiled = self._compile(fetches, dict.fromkeys(feed_list))
+        converters, build, execute = compiled.feed_converters, compiled.build, self._execute
+
+        def callable_fn(*feed_args):
+            if len(feed_args) != len(converters):
+                raise ValueError(f"Expected {len(converters)} feed values, got {len(feed_args)}")
+            return build(execute(compiled.plan, [c(v) for c, v in zip(converters, feed_args)]))
+        return callable_fn
+
+    def _op_error(self, plan: Plan, exc: BaseException) -> BaseException:
+        """Turn a kernel's exception into the adplace.errors class TF raises, naming the op and the device."""
+        step = plan.failed_step(exc)
+        if step is None:
+            return exc
+        op, device = step.op, step.device.name
+        where = f"\n\t [[{{{{node {op.name}}}}} = {op.type} on {device}]]"
+        if step.transfer is not None:
+            return errors.InternalError(None, op, f"Copying {step.transfer.tensor_name} from "
+                                        f"{step.transfer.src_device} to {step.transfer.dst_device} failed: {exc}{where}")
+        if isinstance(exc, errors.OpError):
+            return type(exc)(None, exc.op or op, f"{exc.message}{where}")
+        if isinstance(exc, MemoryError):
+            return errors.ResourceExhaustedError(None, op, f"OOM when running op '{op.name}' ({op.type}) on "
+                                                 f"{device}: {exc}{where}")
+        if isinstance(exc, _KERNEL_ERRORS):
+            return errors.InvalidArgumentError(None, op, f"{op.type} op '{op.name}' failed on {device}: "
+                                               f"{exc}{where}")
+        return exc
+
+    # --- life cycle -------------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+
+    def close(self) -> None:
+        """Release the session's variables and plans; later runs raise RuntimeError."""
+        self._closed = True
+        self._runs.clear()
+        self._ctx = None
+
+    def as_default(self):
+        """Make this the default session for Tensor.eval() and Operation.run() inside the block."""
+        return default_session(self)
+
+    def __enter__(self):
+        self._default_ctx = self.as_default()
+        self._default_ctx.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._default_ctx is not None:
+            self._default_ctx.__exit__(exc_type, exc, tb)
+            self._default_ctx = None
+        self.close()
+        return False
+
+
+class Session(BaseSession):
+    """A TF1 session (tf.Session(target='', graph=None, config=None))."""
+
+
+class InteractiveSession(BaseSession):
+    """A session that installs itself as the default on creation (tf.InteractiveSession), for shells/notebooks."""
+
+    def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
+        super().__init__(target, graph, config)
+        self._default_ctx = self.as_default()
+        self._default_ctx.__enter__()
+
+    def close(self) -> None:
+        if self._default_ctx is not None:
+            self._default_ctx.__exit__(None, None, None)
+            self._default_ctx = None
+        super().close()
