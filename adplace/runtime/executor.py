@@ -160,123 +160,125 @@ class Plan:
 
 def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list) -> Plan:
     """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed."""
-    fed = {id(t): i for i, t in enumerate(feed_tensors)}
-    needed = _needed_ops(fetch_elements, fed)
-    device_of = placement.device_by_op_id
+    fed = set(feed_tensors)  # Tensors hash by identity: they key dicts and sets without id() calls
     ops = graph._ops
-    order = sorted(needed)
-    for i in order:
-        op = ops[i]
-        if op._type == "Placeholder" and any(id(t) not in fed for t in op._outputs):
-            raise errors.InvalidArgumentError(
-                None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}\n\t "
-                f"[[{{{{node {op.name}}}}}]]")
-
-    slot_of: dict[int, int] = {}       # id(tensor) -> slot
-    where: dict[int, object] = {}      # slot -> device the value lives on
-    feed_slots = []
+    order = _needed_ops(fetch_elements, fed, len(ops))
+    device_of = placement.device_by_op_id
+    slot_of: dict = {}                 # tensor -> slot
+    where: list = []                   # slot -> device the value lives on
     for t in feed_tensors:
-        slot_of[id(t)] = len(feed_slots)
-        where[len(feed_slots)] = device_of[t._op._id]
-        feed_slots.append(len(feed_slots))
-    n_slots = len(feed_slots)
+        slot_of[t] = len(where)
+        where.append(device_of[t._op._id])
+    feed_slots = list(range(len(where)))
     steps: list[Step] = []
     transfers: list[Transfer] = []
     copies: dict[tuple[int, object], int] = {}
-    used = _used_outputs(ops, order, fetch_elements, fed)
     has_writes = False
-    for i in order:
-        op = ops[i]
-        device = device_of[i]
+    for op in order:
+        device = device_of[op._id]
         ref_inputs = op._op_def.ref_inputs
+        inputs = op._inputs
+        if ref_inputs:
+            inputs = [t for k, t in enumerate(inputs) if k not in ref_inputs]
+            has_writes = has_writes or op._op_def.is_stateful
         in_slots = []
-        for k, t in enumerate(op._inputs):
-            if k in ref_inputs:
-                continue
-            slot = slot_of[id(t)]
-            src = where[slot]
-            if src is not device:
+        for t in inputs:
+            slot = slot_of[t]
+            if where[slot] is not device:
                 key = (slot, device)
                 if key not in copies:
-                    copies[key] = n_slots
-                    where[n_slots] = device
-                    transfer = Transfer(t.name, src.name, device.name)
+                    copies[key] = len(where)
+                    transfer = Transfer(t.name, where[slot].name, device.name)
                     transfers.append(transfer)
-                    steps.append(Step(_copy_between_devices, (slot,), (n_slots,), op, device, transfer))
-                    n_slots += 1
+                    steps.append(Step(_copy_between_devices, (slot,), (len(where),), op, device, transfer))
+                    where.append(device)
                 slot = copies[key]
             in_slots.append(slot)
-        out_slots = []
-        for t in op._outputs:
-            if id(t) in used and id(t) not in fed:
-                slot_of[id(t)] = n_slots
-                where[n_slots] = device
-                out_slots.append(n_slots)
-                n_slots += 1
-            else:
-                out_slots.append(None)
-        if len(op._outputs) == 1 and out_slots[0] is None:
+        outputs = op._outputs
+        if len(outputs) == 1 and outputs[0] not in fed:
+            out_slots = (len(where),)
+            slot_of[outputs[0]] = len(where)
+            where.append(device)
+        else:
             out_slots = []
-        has_writes = has_writes or bool(ref_inputs and op._op_def.is_stateful)
-        steps.append(Step(ctx.kernel(op, device), tuple(in_slots), tuple(out_slots), op, device))
+            for t in outputs:
+                if t in fed:
+                    out_slots.append(None)
+                else:
+                    slot_of[t] = len(where)
+                    out_slots.append(len(where))
+                    where.append(device)
+            out_slots = tuple(out_slots)
+        steps.append(Step(ctx.kernel(op, device), tuple(in_slots), out_slots, op, device))
 
     fetch_slots, fetch_copies = [], []
     for element in fetch_elements:
         if hasattr(element, "_value_index"):
-            fetch_slots.append(slot_of[id(element)])
-            fetch_copies.append(id(element) not in fed and element._op._op_def.is_view)
-    _schedule_frees(steps, set(fetch_slots))
-    return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_copies, transfers, has_writes)
+            fetch_slots.append(slot_of[element])
+            fetch_copies.append(element not in fed and element._op._op_def.is_view)
+    _schedule_frees(steps, set(fetch_slots), len(where))
+    return Plan(steps, len(where), feed_slots, fetch_slots, fetch_copies, transfers, has_writes)
 
 
-def _needed_ops(fetch_elements: list, fed: dict) -> set[int]:
-    """Ids of the ops the fetches need, not crossing fed tensors or reference edges."""
-    needed: set[int] = set()
+def _needed_ops(fetch_elements: list, fed: set, n_ops: int) -> list:
+    """The ops the fetches need, in creation (= topological) order, not crossing fed tensors or reference edges.
+
+    An unfed Placeholder among them is an error, raised before anything runs.
+    """
+    needed = bytearray(n_ops)
     stack = []
     for element in fetch_elements:
         if hasattr(element, "_value_index"):
-            if id(element) not in fed:
+            if element not in fed:
                 stack.append(element._op)
         else:
             stack.append(element)
+    order = []
     while stack:
         op = stack.pop()
-        if op._id in needed:
+        if needed[op._id]:
             continue
-        needed.add(op._id)
+        needed[op._id] = 1
+        order.append(op)
         ref_inputs = op._op_def.ref_inputs
         for k, t in enumerate(op._inputs):
-            if k not in ref_inputs and id(t) not in fed and t._op._id not in needed:
+            if not needed[t._op._id] and t not in fed and not (ref_inputs and k in ref_inputs):
                 stack.append(t._op)
-        stack.extend(c for c in op._control_inputs if c._id not in needed)
-    return needed
+        for c in op._control_inputs:
+            if not needed[c._id]:
+                stack.append(c)
+        if op._type == "Placeholder" and any(t not in fed for t in op._outputs):
+            raise errors.InvalidArgumentError(
+                None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}\n\t "
+                f"[[{{{{node {op.name}}}}}]]")
+    order.sort(key=_op_id)
+    return order
 
 
-def _used_outputs(ops: list, order: list, fetch_elements: list, fed: dict) -> set[int]:
-    """ids of the tensors some step or fetch reads."""
-    used = {id(e) for e in fetch_elements if hasattr(e, "_value_index")}
-    for i in order:
-        op = ops[i]
-        ref_inputs = op._op_def.ref_inputs
-        for k, t in enumerate(op._inputs):
-            if k not in ref_inputs:
-                used.add(id(t))
-    return used
+def _op_id(op) -> int:
+    return op._id
 
 
-def _schedule_frees(steps: list, keep: set) -> None:
-    """Mark each slot to be freed right after the step that reads it last (never the fetched ones)."""
-    last_reader: dict[int, int] = {}
+def _schedule_frees(steps: list, keep: set, n_slots: int) -> None:
+    """Free each slot right after the step that reads it last; drop outputs nobody reads (never fetched ones)."""
+    last_reader = [-1] * n_slots
     for index, step in enumerate(steps):
         for slot in step.in_slots:
             last_reader[slot] = index
     frees: dict[int, list] = {}
-    for slot, index in last_reader.items():
-        if slot not in keep:
+    for step in steps:
+        outs = step.out_slots
+        if len(outs) == 1:
+            if last_reader[outs[0]] < 0 and outs[0] not in keep:
+                step.out_slots = ()
+        elif any(s is not None and last_reader[s] < 0 and s not in keep for s in outs):
+            step.out_slots = tuple(None if s is None or (last_reader[s] < 0 and s not in keep) else s for s in outs)
+    for slot, index in enumerate(last_reader):
+        if index >= 0 and slot not in keep:
             frees.setdefault(index, []).append(slot)
     for index, slots in frees.items():
-        steps[index].frees = tuple(sorted(set(slots)))
+        steps[index].frees = tuple(slots)
 
 
 class KernelContext:
