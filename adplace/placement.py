@@ -168,7 +168,7 @@ class Placer:
             raise InvalidArgumentError(None, a, f"Cannot colocate nodes {a.name} and {b.name} because no device type "
                                        f"supports both of those nodes and the other nodes colocated with them."
                                        f"{_debug_info(group)}")
-        request = self._merged_request(group)
+        request = self._merged_request(group, start)
         if fixed:
             device = next(iter(fixed))
             request_spec = DeviceSpec.from_string(request)
@@ -184,19 +184,18 @@ class Placer:
             if op._id >= start:
                 placed[op._id] = device
 
-    def _merged_request(self, group: list) -> str:
-        """Merge members' requests field by field; a variable's own request beats its ref consumers' (TF 3.5)."""
-        owners = [op for op in group if op._op_def.is_stateful and not op._inputs and op._device]
+    def _merged_request(self, group: list, start: int) -> str:
+        """Merge members' requests field by field. A variable that requested a device, or was placed by an earlier
+        run, overrides the requests of the ops writing it through a reference edge (TF 3.5)."""
+        owners = [op for op in group if op._op_def.is_stateful and not op._inputs and (op._device or op._id < start)]
         ref_consumers = {op._id for op in group if op._op_def.ref_inputs} if owners else set()
         merged, first = DeviceSpec(), None
         for op in group:
             if not op._device:
                 continue
             if op._id in ref_consumers:
-                if op._device != owners[0]._device:
-                    _log.debug("Ignoring device specification %s for node '%s' because the input edge from '%s' is "
-                               "a reference connection and already has a device field set to %s", op._device,
-                               op.name, owners[0].name, owners[0]._device)
+                _log.debug("Ignoring device specification %s for node '%s' because the input edge from '%s' is a "
+                           "reference connection and already has a device", op._device, op.name, owners[0].name)
                 continue
             spec = DeviceSpec.from_string(op._device)
             conflict = _conflicting_field(merged, spec)

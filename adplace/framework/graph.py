@@ -10,6 +10,7 @@ by the placer at session run time and never written back here.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 from typing import Callable, Iterable
@@ -19,6 +20,7 @@ from adplace.framework.device_spec import DeviceSpec, canonical_name, merge_devi
 from adplace.framework.registry import get_op_def
 from adplace.framework.tensor_shape import TensorShape, as_shape
 
+_log = logging.getLogger("adplace")
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
 
@@ -257,6 +259,7 @@ class Graph:
         self._state = _BuildState()
         self._finalized = False
         self.seed = None
+        self._warned_colocation = False
         self._lock = threading.RLock()
 
     # --- building --------------------------------------------------------------------------------------------
@@ -315,13 +318,22 @@ class Graph:
             result = entry.function(op)
             op._set_device("" if result is None else result)
 
-    @staticmethod
-    def _apply_colocation(op: Operation, colocation_stack: list) -> None:
+    def _apply_colocation(self, op: Operation, colocation_stack: list) -> None:
+        """Record `_class` and take the first stacked device; a device set inside the block is kept (TF 1.x) and
+        the conflict is logged once per graph, not once per op."""
         groups = set()
         for coloc_op in colocation_stack:
             groups.update(coloc_op.colocation_groups())
-            if coloc_op._device:
+            if not coloc_op._device:
+                continue
+            if not op._device:
                 op._device = coloc_op._device
+            elif op._device != coloc_op._device and not self._warned_colocation:
+                self._warned_colocation = True
+                _log.warning("Tried to colocate op '%s' having device '%s' with op '%s' which had an incompatible "
+                             "device '%s'. The placer will try to reconcile them (soft placement relaxes the "
+                             "conflict); further conflicts in this graph are not reported.", op.name, op._device,
+                             coloc_op.name, coloc_op._device)
         op._colocation = tuple(sorted(groups))
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
@@ -424,12 +436,13 @@ class Graph:
         return list(self._ops)
 
     def get_operation_by_name(self, name: str) -> Operation:
-        try:
-            return self._ops_by_name[name]
-        except KeyError:
-            raise KeyError(f"The name '{name}' refers to an Operation not in the graph.") from None
+        if not isinstance(name, str):
+            raise TypeError(f"Operation names are strings (or similar), not {type(name).__name__}.")
+        return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
     def get_tensor_by_name(self, name: str) -> Tensor:
+        if not isinstance(name, str):
+            raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
         return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
     def as_graph_element(self, obj, allow_tensor: bool = True, allow_operation: bool = True):
@@ -446,7 +459,10 @@ class Graph:
             return obj
         if not isinstance(obj, str):
             raise TypeError(f"Can not convert a {type(obj).__name__} into a graph element.")
-        if ":" in obj and allow_tensor:
+        wanted = " or ".join(k for k, ok in (("Tensor", allow_tensor), ("Operation", allow_operation)) if ok)
+        if ":" in obj and not allow_tensor:
+            raise ValueError(f"Name {obj!r} appears to refer to a Tensor, not a {wanted}.")
+        if ":" in obj:
             op_name, _, index = obj.rpartition(":")
             try:
                 index = int(index)
@@ -461,12 +477,15 @@ class Graph:
                 raise KeyError(f"The name {obj!r} refers to a Tensor which does not exist. The operation, "
                                f"{op_name!r}, exists but only has {len(op._outputs)} outputs.")
             return op._outputs[index]
-        if obj in self._ops_by_name and allow_operation:
-            return self._ops_by_name[obj]
-        if obj in self._ops_by_name:
-            raise ValueError(f"The name {obj!r} refers to an Operation, not a Tensor. Tensor names must be of the "
-                             f"form \"<op_name>:<output_index>\".")
-        raise KeyError(f"The name {obj!r} refers to an Operation not in the graph.")
+        if not allow_operation:
+            if obj in self._ops_by_name:
+                raise ValueError(f"The name {obj!r} refers to an Operation, not a {wanted}. Tensor names must be of "
+                                 f"the form \"<op_name>:<output_index>\".")
+            raise ValueError(f"The name {obj!r} looks like an (invalid) Operation name, not a {wanted}. Tensor names "
+                             f"must be of the form \"<op_name>:<output_index>\".")
+        if obj not in self._ops_by_name:
+            raise KeyError(f"The name {obj!r} refers to an Operation not in the graph.")
+        return self._ops_by_name[obj]
 
     # --- collections -----------------------------------------------------------------------------------------
     def add_to_collection(self, name: str, value) -> None:
@@ -612,14 +631,25 @@ def convert_to_tensor(value, dtype=None, name: str | None = None, preferred_dtyp
     raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: {value!r}.")
 
 
-def name_scope(name: str | None, default_name: str | None = None, values=None):
-    """tf.name_scope(name, default_name=None, values=None) on the default graph (or the graph of `values`)."""
-    graph = get_default_graph()
+def graph_of(values) -> Graph:
+    """The graph of the first Tensor/Operation/Variable in `values`, else the default graph."""
     for v in values or ():
-        if isinstance(v, (Tensor, Operation)):
-            graph = v.graph
-            break
-    return graph.name_scope(default_name if name is None else name)
+        graph = getattr(v, "graph", None)
+        if isinstance(graph, Graph):
+            return graph
+    return get_default_graph()
+
+
+@contextlib.contextmanager
+def name_scope(name: str | None, default_name: str | None = None, values=None):
+    """tf.name_scope(name, default_name=None, values=None): a scope in the graph of `values` (made the default)."""
+    graph = graph_of(values)
+    if graph is get_default_graph():
+        with graph.name_scope(default_name if name is None else name) as scope:
+            yield scope
+    else:
+        with graph.as_default(), graph.name_scope(default_name if name is None else name) as scope:
+            yield scope
 
 
 def device(device_name_or_function):

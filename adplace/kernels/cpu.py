@@ -197,7 +197,26 @@ BINARY_KERNELS = {
     "Greater": np.greater, "GreaterEqual": np.greater_equal, "Equal": np.equal, "NotEqual": np.not_equal,
 }
 for _op_type, _fn in BINARY_KERNELS.items():
-    kernel(_op_type)(fixed(_fn))
+    if _op_type not in ("FloorDiv", "FloorMod"):
+        kernel(_op_type)(fixed(_fn))
+
+
+def _integer_division(np_fn):
+    """FloorDiv/FloorMod: integer division by zero is an error in TF, not NumPy's silent 0."""
+    def factory(op, ctx):
+        if not op._attrs["T"].is_integer:
+            return np_fn
+
+        def divide(x, y):
+            if np.any(np.asarray(y) == 0):
+                raise InvalidArgumentError(None, op, "Integer division by zero")
+            return np_fn(x, y)
+        return divide
+    return factory
+
+
+kernel("FloorDiv")(_integer_division(np.floor_divide))
+kernel("FloorMod")(_integer_division(np.mod))
 
 
 @kernel("MatMul", gpu_types=GPU_FLOAT)
@@ -279,6 +298,17 @@ def _truncated(rng, shape):
         out[bad] = rng.standard_normal(int(bad.sum()))
         bad = np.abs(out) > 2
     return out
+
+
+@kernel("RandomUniformInt", {_dtypes.int32, _dtypes.int64}, {_dtypes.int32, _dtypes.int64})
+def _random_uniform_int(op, ctx):
+    rng, dtype = ctx.random_generator(op), op._attrs["Tout"].as_numpy_dtype
+
+    def uniform_int(shape, lo, hi):
+        if lo >= hi:
+            raise InvalidArgumentError(None, op, f"Need minval < maxval: {lo} >= {hi}")
+        return rng.integers(lo, hi, size=_axes(shape), dtype=dtype)
+    return uniform_int
 
 
 kernel("RandomUniform", _dtypes.FLOATING, _dtypes.FLOATING)(_random(lambda rng, s: rng.random(s)))

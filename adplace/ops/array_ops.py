@@ -9,7 +9,7 @@ from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from adplace.ops.constant_op import constant
 from adplace.ops.op_builder import (SCALAR, apply_op, apply_op_1, check_same_dtype, constant_value, int_const,
-                                    normalize_axis, shape_from_tensor, shapes_text, to_tensors)
+                                    merged_shape, normalize_axis, shape_from_tensor, shapes_text, to_tensors)
 
 
 def _same(inputs, attrs, name):
@@ -286,12 +286,7 @@ def concat(values, axis, name: str = "concat") -> Tensor:
 
 def _pack_infer(inputs, attrs, name):
     dtype = check_same_dtype("Pack", inputs, ("values",))
-    merged = TensorShape(None)
-    for t in inputs:
-        if not merged.is_compatible_with(t._shape):
-            raise ValueError(f"Shapes must be equal rank, but are {merged.ndims} and {t._shape.ndims}; shapes "
-                             f"{shapes_text(inputs)} for '{name}' (op: 'Pack') must all match.")
-        merged = merged.merge_with(t._shape)
+    merged = merged_shape("Pack", name, inputs)
     dims = merged.as_tuple()
     if dims is None:
         return [(dtype, unknown_shape())]

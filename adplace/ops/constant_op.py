@@ -46,7 +46,7 @@ def _to_numpy(value, dtype: _dtypes.DType | None) -> np.ndarray:
         return np.asarray(array, dtype=object)
     if array.dtype.kind in "USO" and dtype is not _dtypes.string:
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
-    return np.asarray(array, dtype=dtype.as_numpy_dtype)
+    return np.array(array, dtype=dtype.as_numpy_dtype)  # a copy: the Const owns it and freezes it
 
 
 def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: bool = False):

@@ -9,7 +9,7 @@ from adplace.framework.graph import Tensor, convert_to_tensor, name_scope
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.ops.op_builder import (apply_op_1, broadcast_dims, check_dtype, check_same_dtype,
-                                    constant_value, int_const, normalize_axis, shapes_text, to_tensors)
+                                    constant_value, int_const, merged_shape, normalize_axis, shapes_text, to_tensors)
 
 FLOAT = _dtypes.FLOATING
 FLOAT_COMPLEX = _dtypes.FLOATING | _dtypes.COMPLEX
@@ -88,14 +88,21 @@ for _op_type in COMPARISON_OPS:
 
 def _binary(op_type: str, x, y, name: str | None, scope: str | None = None) -> Tensor:
     """Build a binary op; Python values take the dtype of the Tensor operand, as TF's operator wrappers do."""
-    with name_scope(name, scope or op_type) as op_name:
+    with name_scope(name, scope or op_type, [x, y]) as op_name:
         if isinstance(x, Tensor) or not isinstance(y, Tensor):
             x = convert_to_tensor(x, name="x")
-            y = convert_to_tensor(y, dtype=x.dtype.base_dtype, name="y")
+            y = _convert_like(y, x, "y")
         else:
             y = convert_to_tensor(y, name="y")
-            x = convert_to_tensor(x, dtype=y.dtype.base_dtype, name="x")
+            x = _convert_like(x, y, "x")
         return apply_op_1(op_type, [x, y], {"T": x.dtype.base_dtype}, name=op_name)
+
+
+def _convert_like(value, other: Tensor, name: str) -> Tensor:
+    """A Python value takes `other`'s dtype; a Tensor keeps its own, so inference reports a mismatch (TypeError)."""
+    if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
+        return convert_to_tensor(value)
+    return convert_to_tensor(value, dtype=other.dtype.base_dtype, name=name)
 
 
 def add(x, y, name=None): return _binary("Add", x, y, name)  # noqa: E704
@@ -117,9 +124,9 @@ def not_equal(x, y, name=None): return _binary("NotEqual", x, y, name)  # noqa: 
 
 def truediv(x, y, name=None) -> Tensor:
     """x / y; integer inputs are cast to floating point first, as in TF (int32 -> float64)."""
-    with name_scope(name, "truediv") as scope:
+    with name_scope(name, "truediv", [x, y]) as scope:
         x = convert_to_tensor(x, name="x")
-        y = convert_to_tensor(y, dtype=x.dtype.base_dtype, name="y")
+        y = _convert_like(y, x, "y")
         if x.dtype.is_integer:
             target = _dtypes.float32 if x.dtype.size <= 2 else _dtypes.float64
             x, y = cast(x, target), cast(y, target)
@@ -154,7 +161,7 @@ register_op("MatMul", _matmul_infer)
 def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None) -> Tensor:
     """Matrix product of rank-2 tensors, with optional transposes (tf.matmul)."""
     a = convert_to_tensor(a, name="a")
-    b = convert_to_tensor(b, dtype=a.dtype.base_dtype, name="b")
+    b = _convert_like(b, a, "b")
     return apply_op_1("MatMul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
                                          "T": a.dtype.base_dtype}, name=name or "MatMul")
 
@@ -221,14 +228,7 @@ def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
 
 # --- AddN, Cast, Range, Rank -------------------------------------------------------------------------------------
 def _add_n_infer(inputs, attrs, name):
-    dtype = check_same_dtype("AddN", inputs, ("inputs",))
-    merged = TensorShape(None)
-    for t in inputs:
-        if not merged.is_compatible_with(t._shape):
-            raise ValueError(f"Shapes must be equal for '{name}' (op: 'AddN') with input shapes: "
-                             f"{shapes_text(inputs)}.")
-        merged = merged.merge_with(t._shape)
-    return [(dtype, merged)]
+    return [(check_same_dtype("AddN", inputs, ("inputs",)), merged_shape("AddN", name, inputs))]
 
 
 register_op("AddN", _add_n_infer)

@@ -15,8 +15,9 @@ SCALAR = TensorShape([])
 
 
 def apply_op(op_type: str, inputs, attrs: dict | None = None, name: str | None = None) -> Operation:
-    """Create an op of a registered type in the default graph."""
-    return get_default_graph().create_op(op_type, inputs, attrs, name)
+    """Create an op of a registered type in its inputs' graph (the default graph for ops without inputs)."""
+    graph = inputs[0]._op._graph if inputs else get_default_graph()
+    return graph.create_op(op_type, inputs, attrs, name)
 
 
 def apply_op_1(op_type: str, inputs, attrs: dict | None = None, name: str | None = None) -> Tensor:
@@ -64,6 +65,17 @@ def broadcast_dims(a, b, name: str, op_type: str, inputs) -> tuple | None:
             raise ValueError(f"Dimensions must be equal, but are {da} and {db} for '{name}' (op: '{op_type}') "
                              f"with input shapes: {shapes_text(inputs)}.")
     return tuple(reversed(out))
+
+
+def merged_shape(op_type: str, name: str, inputs) -> TensorShape:
+    """The one static shape all `inputs` must share (unknown dims filled from each other); ValueError otherwise."""
+    merged = TensorShape(None)
+    for t in inputs:
+        if not merged.is_compatible_with(t._shape):
+            raise ValueError(f"Shapes must be equal for '{name}' (op: '{op_type}') with input shapes: "
+                             f"{shapes_text(inputs)}.")
+        merged = merged.merge_with(t._shape)
+    return merged
 
 
 def constant_value(tensor: Tensor):

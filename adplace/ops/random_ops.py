@@ -26,9 +26,27 @@ def _random(op_type: str, shape, dtype, seed) -> Tensor:
                                            "seed2": seed2 or 0}, name=op_type)
 
 
+def _uniform_int_infer(inputs, attrs, name):
+    check_dtype("RandomUniformInt", "Tout", attrs["Tout"], {_dtypes.int32, _dtypes.int64})
+    return [(attrs["Tout"], shape_from_tensor(inputs[0]))]
+
+
+register_op("RandomUniformInt", _uniform_int_infer, is_stateful=True)
+
+
 def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=None, name: str | None = None):
-    """Uniform values in [minval, maxval) (maxval defaults to 1) (tf.random_uniform)."""
+    """Uniform values in [minval, maxval) (maxval defaults to 1 for floats; required for ints) (tf.random_uniform)."""
     dtype = _dtypes.as_dtype(dtype)
+    if dtype.is_integer:
+        if maxval is None:
+            raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
+        with name_scope(name, "random_uniform") as scope:
+            shape_t = shape if isinstance(shape, Tensor) else int_const(list(shape), name="shape")
+            lo = convert_to_tensor(minval, dtype=dtype, name="min")
+            hi = convert_to_tensor(maxval, dtype=dtype, name="max")
+            seed1, seed2 = get_seed(seed)
+            return apply_op_1("RandomUniformInt", [shape_t, lo, hi], {"Tout": dtype, "T": dtype, "seed": seed1 or 0,
+                                                                    "seed2": seed2 or 0}, name=scope)
     with name_scope(name, "random_uniform") as scope:
         minval = convert_to_tensor(minval, dtype=dtype, name="min")
         maxval = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
@@ -36,22 +54,22 @@ def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=Non
         return _scale_shift(_random("RandomUniform", shape, dtype, seed), span, minval, scope)
 
 
-def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name: str | None = None):
-    """Normal values with the given mean and stddev (tf.random_normal)."""
+def _normal(op_type: str, default_name: str, shape, mean, stddev, dtype, seed, name) -> Tensor:
     dtype = _dtypes.as_dtype(dtype)
-    with name_scope(name, "random_normal") as scope:
+    with name_scope(name, default_name) as scope:
         mean = convert_to_tensor(mean, dtype=dtype, name="mean")
         stddev = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        return _scale_shift(_random("RandomStandardNormal", shape, dtype, seed), stddev, mean, scope)
+        return _scale_shift(_random(op_type, shape, dtype, seed), stddev, mean, scope)
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name: str | None = None):
+    """Normal values with the given mean and stddev (tf.random_normal)."""
+    return _normal("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name: str | None = None):
     """Normal values redrawn until within two standard deviations (tf.truncated_normal)."""
-    dtype = _dtypes.as_dtype(dtype)
-    with name_scope(name, "truncated_normal") as scope:
-        mean = convert_to_tensor(mean, dtype=dtype, name="mean")
-        stddev = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        return _scale_shift(_random("TruncatedNormal", shape, dtype, seed), stddev, mean, scope)
+    return _normal("TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed, name)
 
 
 def _scale_shift(x: Tensor, scale: Tensor, shift: Tensor, scope: str) -> Tensor:

@@ -39,7 +39,7 @@ for _op_type in ("Assign", "AssignAdd", "AssignSub"):
     register_op(_op_type, _assign_infer(_op_type), ref_inputs=(0,), is_stateful=True, is_view=True)
 register_op("IsVariableInitialized", lambda inputs, attrs, name: [(_dtypes.bool, SCALAR)], ref_inputs=(0,))
 register_op("InitializedValue", lambda inputs, attrs, name: [(inputs[1]._dtype.base_dtype, inputs[1]._shape)],
-            ref_inputs=(0,))
+            ref_inputs=(0,), is_view=True)
 
 
 def variable_op_v2(shape, dtype, name: str = "Variable", container: str = "", shared_name: str = "") -> Tensor:

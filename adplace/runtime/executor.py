@@ -183,7 +183,13 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             has_writes = has_writes or op._op_def.is_stateful
         in_slots = []
         for t in inputs:
-            slot = slot_of[t]
+            if t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
+                var_device = device_of[t._op._id]
+                steps.append(Step(ctx.kernel(t._op, var_device), (), (len(where),), t._op, var_device))
+                where.append(var_device)
+                slot = len(where) - 1
+            else:
+                slot = slot_of[t]
             if where[slot] is not device:
                 key = (slot, device)
                 if key not in copies:
@@ -240,9 +246,8 @@ def _needed_ops(fetch_elements: list, fed: set, n_ops: int) -> list:
             continue
         needed[op._id] = 1
         order.append(op)
-        ref_inputs = op._op_def.ref_inputs
-        for k, t in enumerate(op._inputs):
-            if not needed[t._op._id] and t not in fed and not (ref_inputs and k in ref_inputs):
+        for t in op._inputs:  # a ref input is read (or written) by its consumer: the variable op itself never runs
+            if not needed[t._op._id] and t not in fed and not t._dtype._is_ref:
                 stack.append(t._op)
         for c in op._control_inputs:
             if not needed[c._id]:
@@ -252,12 +257,21 @@ def _needed_ops(fetch_elements: list, fed: set, n_ops: int) -> list:
                 None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
                 f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}\n\t "
                 f"[[{{{{node {op.name}}}}}]]")
-    order.sort(key=_op_id)
+    order.sort(key=lambda op: _schedule_key(op, needed))
     return order
 
 
-def _op_id(op) -> int:
-    return op._id
+def _schedule_key(op, needed: bytearray) -> tuple:
+    """Creation order, except that a stateless read of a variable runs just before its first consumer.
+
+    So a read never sees a value older than the ops ordered before its consumer: `tf.identity(v)` under
+    `control_dependencies([assign])` sees the assignment, as TF1 users expect.
+    """
+    if not op._op_def.is_stateful and any(t._dtype._is_ref for t in op._inputs):
+        users = [c._id for c in op._consumers + op._control_outputs if needed[c._id]]
+        if users:
+            return (min(users), 0, op._id)
+    return (op._id, 1, 0)
 
 
 def _schedule_frees(steps: list, keep: set, n_slots: int) -> None:

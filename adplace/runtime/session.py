@@ -46,6 +46,7 @@ class _FetchMapper:
 
     def __init__(self, graph, fetches):
         self.elements: list = []
+        self._num_tensors = 0
         self._build = self._parse(graph, fetches)
 
     def _parse(self, graph, fetch):
@@ -71,10 +72,11 @@ class _FetchMapper:
             raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e})") from None
         except KeyError as e:
             raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e.args[0]})") from None
-        index = len(self.elements)
         self.elements.append(element)
         if isinstance(element, Operation):
             return lambda values: None
+        index = self._num_tensors  # plans return values for tensor fetches only
+        self._num_tensors += 1
         return lambda values: values[index]
 
     def build(self, flat: list):
@@ -206,7 +208,8 @@ class BaseSession:
     def _execute(self, plan: Plan, feeds) -> list:
         ctx = self._ctx
         try:
-            flat = plan.fn(feeds)
+            with np.errstate(all="ignore"):  # TF gives NaN/inf silently; integer division by zero raises itself
+                flat = plan.fn(feeds)
         except BaseException as exc:
             if plan.has_writes:
                 ctx.rollback()

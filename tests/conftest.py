@@ -1,0 +1,27 @@
+"""Shared fixtures: a fresh default graph per test, and virtual GPUs that never leak between tests.
+
+    def test_matmul_goes_to_gpu(gpus):            # 2 virtual GPUs
+    @pytest.mark.parametrize("gpus", [4], indirect=True)
+    def test_four_towers(gpus): ...               # 4 virtual GPUs
+"""
+import pytest
+
+import adplace as tf
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graph_and_devices(monkeypatch):
+    """Every test starts on an empty default graph with no virtual GPUs unless it asks for some."""
+    monkeypatch.delenv("ADPLACE_VIRTUAL_GPUS", raising=False)
+    tf.config.set_virtual_gpus(None)
+    tf.reset_default_graph()
+    yield
+    tf.config.set_virtual_gpus(None)
+
+
+@pytest.fixture
+def gpus(request) -> int:
+    """Turn on `n` virtual GPUs (default 2; parametrize indirectly for another count); returns n."""
+    count = getattr(request, "param", 2)
+    tf.config.set_virtual_gpus(count)
+    return count

@@ -1,0 +1,475 @@
+"""Tests for adplace.ops.array_ops and adplace.ops.constant_op: static shapes and dtypes at build time, values
+through Session.run, and TF1's build-time (ValueError/TypeError) and run-time (tf.errors) failures."""
+
+import numpy as np
+import pytest
+
+import adplace as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
+
+
+def run(fetches, feed_dict=None):
+    with tf.Session() as sess:
+        return sess.run(fetches, feed_dict)
+
+
+# --- constant ---------------------------------------------------------------------------------------------------
+
+def test_constant_default_dtypes():
+    assert tf.constant(1.0).dtype == tf.float32
+    assert tf.constant(1).dtype == tf.int32
+    assert tf.constant(2**40).dtype == tf.int64
+    assert tf.constant(True).dtype == tf.bool
+    assert tf.constant(np.float64(1.0)).dtype == tf.float64
+    assert tf.constant(np.arange(3)).dtype == tf.int64
+    assert tf.constant("s").dtype == tf.string
+
+
+def test_constant_value_and_shape():
+    c = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    assert c.op.type == "Const"
+    assert c.shape.as_list() == [2, 2]
+    out = run(c)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_constant_explicit_dtype_converts():
+    c = tf.constant([1, 2], dtype=tf.float64)
+    assert c.dtype == tf.float64
+    out = run(c)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, [1.0, 2.0])
+
+
+def test_constant_reshapes_to_shape():
+    c = tf.constant([1.0, 2.0, 3.0, 4.0], shape=[2, 2])
+    assert c.shape.as_list() == [2, 2]
+    np.testing.assert_allclose(run(c), [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_constant_broadcasts_scalar_to_shape():
+    c = tf.constant(7.0, shape=[2, 3])
+    assert c.shape.as_list() == [2, 3]
+    np.testing.assert_allclose(run(c), np.full((2, 3), 7.0))
+
+
+def test_constant_pads_with_last_element_tf1():
+    c = tf.constant([1, 2, 3], shape=[2, 3])
+    np.testing.assert_array_equal(run(c), [[1, 2, 3], [3, 3, 3]])
+
+
+def test_constant_too_many_elements_raises():
+    with pytest.raises(ValueError, match="Too many elements provided. Needed at most 2, but received 3"):
+        tf.constant([1, 2, 3], shape=[2])
+
+
+def test_constant_verify_shape():
+    with pytest.raises(TypeError, match="Expected Tensor's shape"):
+        tf.constant([1, 2, 3], shape=[3, 1], verify_shape=True)
+
+
+def test_constant_rejects_non_integral_float_for_int_dtype():
+    with pytest.raises(TypeError, match="Expected int32"):
+        tf.constant(1.5, dtype=tf.int32)
+
+
+def test_fetched_constant_can_be_mutated_without_corrupting_the_graph():
+    c = tf.constant([1.0, 2.0])
+    with tf.Session() as sess:
+        fetched = sess.run(c)
+        fetched[0] = 100.0
+        np.testing.assert_allclose(sess.run(c), [1.0, 2.0])
+
+
+def test_constant_name():
+    assert tf.constant(1.0, name="k").name == "k:0"
+
+
+# --- placeholder --------------------------------------------------------------------------------------------------
+
+def test_placeholder_feed():
+    p = tf.placeholder(tf.float32, shape=[2], name="x")
+    assert p.op.type == "Placeholder"
+    assert p.name == "x:0"
+    assert p.shape.as_list() == [2]
+    out = run(p * 2.0, {p: [1.5, 2.5]})
+    np.testing.assert_allclose(out, [3.0, 5.0])
+
+
+def test_placeholder_unknown_shape_accepts_any_shape():
+    p = tf.placeholder(tf.float32)
+    assert p.shape.ndims is None
+    y = p + 1.0
+    assert y.shape.ndims is None
+    with tf.Session() as sess:
+        assert sess.run(y, {p: np.zeros((2, 3))}).shape == (2, 3)
+        assert sess.run(y, {p: 5.0}).shape == ()
+
+
+def test_placeholder_partial_shape():
+    p = tf.placeholder(tf.float32, shape=[None, 3])
+    y = tf.reduce_sum(p, axis=1)
+    assert y.shape.as_list() == [None]
+    np.testing.assert_allclose(run(y, {p: np.ones((4, 3))}), [3.0] * 4)
+
+
+def test_placeholder_feed_converts_dtype():
+    p = tf.placeholder(tf.float32, shape=[2])
+    out = run(p, {p: [1, 2]})
+    assert out.dtype == np.float32
+
+
+def test_placeholder_feed_wrong_shape_raises_value_error():
+    p = tf.placeholder(tf.float32, shape=[2])
+    with pytest.raises(ValueError, match="Cannot feed value of shape"):
+        run(p, {p: [1.0, 2.0, 3.0]})
+
+
+def test_unfed_placeholder_raises_invalid_argument():
+    p = tf.placeholder(tf.float32, shape=[2], name="needs_feed")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="You must feed a value for placeholder tensor "
+                                                             "'needs_feed'"):
+        run(p * 2.0)
+
+
+# --- identity -----------------------------------------------------------------------------------------------------
+
+def test_identity():
+    c = tf.constant([1.0, 2.0])
+    i = tf.identity(c, name="same")
+    assert i.op.type == "Identity"
+    assert i.name == "same:0"
+    assert i.shape.as_list() == [2]
+    np.testing.assert_allclose(run(i), [1.0, 2.0])
+
+
+# --- shape, size, rank ------------------------------------------------------------------------------------------
+
+def test_shape_size_rank():
+    x = tf.zeros([2, 3, 4])
+    s, n, r = tf.shape(x), tf.size(x), tf.rank(x)
+    assert s.shape.as_list() == [3]
+    assert s.dtype == tf.int32
+    out = run([s, n, r])
+    np.testing.assert_array_equal(out[0], [2, 3, 4])
+    assert out[1] == 24 and out[2] == 3
+
+
+def test_dynamic_shape_of_placeholder():
+    p = tf.placeholder(tf.float32, shape=[None, 2])
+    np.testing.assert_array_equal(run(tf.shape(p), {p: np.zeros((5, 2))}), [5, 2])
+
+
+# --- reshape -----------------------------------------------------------------------------------------------------
+
+def test_reshape_with_minus_one():
+    x = tf.constant(np.arange(6.0, dtype=np.float32))
+    y = tf.reshape(x, [3, -1])
+    assert y.op.type == "Reshape"
+    assert y.shape.as_list() == [3, 2]
+    np.testing.assert_allclose(run(y), np.arange(6.0).reshape(3, 2))
+
+
+def test_reshape_bad_size_raises_at_build_time():
+    x = tf.zeros([6])
+    with pytest.raises(ValueError, match="Cannot reshape a tensor with 6 elements.*'r'"):
+        tf.reshape(x, [4, 2], name="r")
+    with pytest.raises(ValueError, match="Cannot reshape a tensor with 6 elements"):
+        tf.reshape(x, [4, -1])
+
+
+def test_reshape_two_unknown_dims_raises():
+    with pytest.raises(ValueError, match="multiple unknown dimensions"):
+        tf.reshape(tf.zeros([6]), [-1, -1])
+
+
+def test_reshape_dynamic_shape_error_at_run_names_op():
+    p = tf.placeholder(tf.float32)
+    y = tf.reshape(p, [4, -1], name="my_reshape")
+    assert y.shape.as_list() == [4, None]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="my_reshape") as info:
+        run(y, {p: np.zeros(5)})
+    assert "Input to reshape is a tensor with 5 values" in str(info.value)
+    np.testing.assert_allclose(run(y, {p: np.arange(8.0)}), np.arange(8.0).reshape(4, 2))
+
+
+def test_reshape_with_shape_tensor():
+    x = tf.constant(np.arange(6.0))
+    target = tf.placeholder(tf.int32, shape=[2])
+    y = tf.reshape(x, target)
+    assert y.shape.as_list() == [None, None]
+    np.testing.assert_allclose(run(y, {target: [2, 3]}), np.arange(6.0).reshape(2, 3))
+
+
+# --- transpose ---------------------------------------------------------------------------------------------------
+
+def test_transpose_default_reverses_dims():
+    value = np.arange(24.0).reshape(2, 3, 4)
+    y = tf.transpose(tf.constant(value))
+    assert y.op.type == "Transpose"
+    assert y.op.name == "transpose"
+    assert y.shape.as_list() == [4, 3, 2]
+    np.testing.assert_allclose(run(y), value.T)
+
+
+def test_transpose_with_perm():
+    value = np.arange(24.0).reshape(2, 3, 4)
+    y = tf.transpose(tf.constant(value), perm=[1, 0, 2])
+    assert y.shape.as_list() == [3, 2, 4]
+    np.testing.assert_allclose(run(y), np.transpose(value, [1, 0, 2]))
+
+
+def test_transpose_bad_perm_raises():
+    with pytest.raises(ValueError, match="Transpose"):
+        tf.transpose(tf.zeros([2, 3]), perm=[0, 0])
+
+
+def test_transpose_unknown_rank_input():
+    p = tf.placeholder(tf.float32)
+    y = tf.transpose(p)
+    assert y.shape.ndims is None
+    np.testing.assert_allclose(run(y, {p: np.arange(6.0).reshape(2, 3)}), np.arange(6.0).reshape(2, 3).T)
+
+
+# --- split --------------------------------------------------------------------------------------------------------
+
+def test_split_into_equal_pieces():
+    value = np.arange(12.0).reshape(2, 6)
+    parts = tf.split(tf.constant(value), 3, axis=1)
+    assert len(parts) == 3
+    assert parts[0].op.type == "Split"
+    assert [p.shape.as_list() for p in parts] == [[2, 2]] * 3
+    for got, want in zip(run(parts), np.split(value, 3, axis=1)):
+        np.testing.assert_allclose(got, want)
+
+
+def test_split_with_sizes_and_minus_one():
+    value = np.arange(12.0).reshape(2, 6)
+    parts = tf.split(tf.constant(value), [1, -1, 2], axis=1)
+    assert parts[0].op.type == "SplitV"
+    assert [p.shape.as_list() for p in parts] == [[2, 1], [2, 3], [2, 2]]
+    got = run(parts)
+    np.testing.assert_allclose(got[0], value[:, :1])
+    np.testing.assert_allclose(got[1], value[:, 1:4])
+    np.testing.assert_allclose(got[2], value[:, 4:])
+
+
+def test_split_sizes_minus_one_resolved_at_run_time():
+    p = tf.placeholder(tf.float32, shape=[None])
+    a, b = tf.split(p, [2, -1])
+    got = run([a, b], {p: np.arange(5.0)})
+    np.testing.assert_allclose(got[0], [0.0, 1.0])
+    np.testing.assert_allclose(got[1], [2.0, 3.0, 4.0])
+
+
+def test_split_uneven_raises_value_error():
+    with pytest.raises(ValueError, match="evenly divisible by 2 but is 5"):
+        tf.split(tf.zeros([5]), 2)
+
+
+def test_split_sizes_not_summing_raises_value_error():
+    with pytest.raises(ValueError, match="SplitV"):
+        tf.split(tf.zeros([5]), [2, 2])
+
+
+# --- concat, stack, unstack -----------------------------------------------------------------------------------
+
+def test_concat():
+    a = np.ones((2, 2), np.float32)
+    b = np.zeros((2, 3), np.float32)
+    y = tf.concat([tf.constant(a), tf.constant(b)], axis=1)
+    assert y.op.type == "ConcatV2"
+    assert y.shape.as_list() == [2, 5]
+    np.testing.assert_allclose(run(y), np.concatenate([a, b], axis=1))
+
+
+def test_concat_negative_axis_and_unknown_dims():
+    p = tf.placeholder(tf.float32, shape=[None, 2])
+    y = tf.concat([p, tf.zeros([3, 2])], axis=-2)
+    assert y.shape.as_list() == [None, 2]
+    assert run(y, {p: np.ones((4, 2))}).shape == (7, 2)
+
+
+def test_concat_mismatched_dims_raises():
+    with pytest.raises(ValueError, match="Dimension 1 in both shapes must be equal"):
+        tf.concat([tf.zeros([2, 2]), tf.zeros([2, 3])], axis=0)
+    with pytest.raises(ValueError, match="rank"):
+        tf.concat([tf.zeros([2, 2]), tf.zeros([2])], axis=0)
+
+
+def test_stack():
+    values = [np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])]
+    y = tf.stack([tf.constant(v) for v in values], axis=1)
+    assert y.op.type == "Pack"
+    assert y.shape.as_list() == [2, 3]
+    np.testing.assert_allclose(run(y), np.stack(values, axis=1))
+
+
+def test_stack_python_values_take_tensor_dtype():
+    y = tf.stack([tf.constant(1.0, dtype=tf.float64), 2.0])
+    assert y.dtype == tf.float64
+    np.testing.assert_allclose(run(y), [1.0, 2.0])
+
+
+def test_stack_mismatched_shapes_raises():
+    with pytest.raises(ValueError, match="Pack"):
+        tf.stack([tf.zeros([2]), tf.zeros([3])])
+
+
+def test_unstack():
+    value = np.arange(6.0).reshape(2, 3)
+    parts = tf.unstack(tf.constant(value), axis=1)
+    assert len(parts) == 3
+    assert parts[0].op.type == "Unpack"
+    assert [p.shape.as_list() for p in parts] == [[2]] * 3
+    for i, got in enumerate(run(parts)):
+        np.testing.assert_allclose(got, value[:, i])
+
+
+def test_unstack_unknown_dim_requires_num():
+    p = tf.placeholder(tf.float32, shape=[None])
+    with pytest.raises(ValueError, match="Cannot infer num"):
+        tf.unstack(p)
+    parts = tf.unstack(p, num=2)
+    np.testing.assert_allclose(run(parts, {p: [7.0, 8.0]}), [7.0, 8.0])
+
+
+# --- squeeze, expand_dims ------------------------------------------------------------------------------------
+
+def test_squeeze_all_and_axis():
+    value = np.arange(3.0).reshape(1, 3, 1)
+    x = tf.constant(value)
+    all_ = tf.squeeze(x)
+    one = tf.squeeze(x, axis=[2])
+    assert all_.shape.as_list() == [3]
+    assert one.shape.as_list() == [1, 3]
+    got = run([all_, one])
+    np.testing.assert_allclose(got[0], [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(got[1], value.reshape(1, 3))
+
+
+def test_squeeze_non_one_dim_raises():
+    with pytest.raises(ValueError, match="Can not squeeze dim\\[1\\]"):
+        tf.squeeze(tf.zeros([1, 3]), axis=1)
+
+
+def test_expand_dims():
+    value = np.array([1.0, 2.0])
+    x = tf.constant(value)
+    front, back = tf.expand_dims(x, 0), tf.expand_dims(x, -1)
+    assert front.shape.as_list() == [1, 2]
+    assert back.shape.as_list() == [2, 1]
+    got = run([front, back])
+    np.testing.assert_allclose(got[0], value[None, :])
+    np.testing.assert_allclose(got[1], value[:, None])
+
+
+def test_expand_dims_axis_out_of_range_raises():
+    with pytest.raises(ValueError, match="out of range"):
+        tf.expand_dims(tf.zeros([2]), 3)
+
+
+# --- ones, zeros, fill, *_like ------------------------------------------------------------------------------
+
+def test_ones_and_zeros():
+    o = tf.ones([2, 3])
+    z = tf.zeros([2], dtype=tf.int32)
+    assert (o.dtype, z.dtype) == (tf.float32, tf.int32)
+    assert o.shape.as_list() == [2, 3]
+    assert o.op.name == "ones"
+    got_o, got_z = run([o, z])
+    assert got_o.dtype == np.float32 and got_z.dtype == np.int32
+    np.testing.assert_allclose(got_o, np.ones((2, 3)))
+    np.testing.assert_array_equal(got_z, [0, 0])
+
+
+def test_fill():
+    f = tf.fill([2, 2], 3)
+    assert f.dtype == tf.int32
+    assert f.shape.as_list() == [2, 2]
+    got = run(f)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.full((2, 2), 3))
+    np.testing.assert_allclose(run(tf.fill([3], 0.5)), [0.5, 0.5, 0.5])
+
+
+def test_fill_non_scalar_value_raises():
+    with pytest.raises(ValueError, match="Fill"):
+        tf.fill([2], [1.0, 2.0])
+
+
+def test_ones_like_and_zeros_like():
+    x = tf.constant([[1.5, 2.5]])
+    o, z = tf.ones_like(x), tf.zeros_like(x)
+    oi = tf.ones_like(x, dtype=tf.int32)
+    assert (o.dtype, z.dtype, oi.dtype) == (tf.float32, tf.float32, tf.int32)
+    assert oi.shape.as_list() == [1, 2]
+    got = run([o, z, oi])
+    np.testing.assert_allclose(got[0], [[1.0, 1.0]])
+    np.testing.assert_allclose(got[1], [[0.0, 0.0]])
+    assert got[2].dtype == np.int32
+    np.testing.assert_array_equal(got[2], [[1, 1]])
+
+
+def test_zeros_like_of_placeholder_follows_fed_shape():
+    p = tf.placeholder(tf.float32)
+    assert run(tf.zeros_like(p), {p: np.ones((3, 2))}).shape == (3, 2)
+
+
+# --- indexing (StridedSlice) -----------------------------------------------------------------------------------
+
+def test_indexing_shapes_and_values():
+    value = np.arange(6.0).reshape(2, 3)
+    x = tf.constant(value)
+    first, column, expanded, tail = x[0], x[:, 1], x[..., None], x[1, 1:]
+    assert first.op.type == "StridedSlice"
+    assert first.shape.as_list() == [3]
+    assert column.shape.as_list() == [2]
+    assert expanded.shape.as_list() == [2, 3, 1]
+    assert tail.shape.as_list() == [2]
+    got = run([first, column, expanded, tail])
+    np.testing.assert_allclose(got[0], value[0])
+    np.testing.assert_allclose(got[1], value[:, 1])
+    np.testing.assert_allclose(got[2], value[..., None])
+    np.testing.assert_allclose(got[3], value[1, 1:])
+
+
+def test_indexing_with_newaxis_and_step():
+    value = np.arange(10.0)
+    x = tf.constant(value)
+    y = x[tf.newaxis, ::3]
+    assert y.shape.as_list() == [1, 4]
+    np.testing.assert_allclose(run(y), value[None, ::3])
+
+
+def test_indexing_out_of_range_raises_value_error():
+    with pytest.raises(ValueError, match="StridedSlice"):
+        tf.constant([1.0, 2.0])[5]
+
+
+def test_indexing_with_tensor_rejected():
+    x = tf.constant([1.0, 2.0])
+    with pytest.raises(TypeError, match="Indexing"):
+        x[tf.constant(0)]
+
+
+def test_indexing_variable_reads_value():
+    v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    y = v[1]
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_allclose(sess.run(y), [3.0, 4.0])
+
+
+def test_constant_copies_the_callers_array_and_leaves_it_writable():
+    source = np.array([1.0, 2.0], np.float32)
+    c = tf.constant(source)
+    source[0] = 5.0
+    np.testing.assert_array_equal(tf.Session().run(c), [1.0, 2.0])
