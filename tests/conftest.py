@@ -7,6 +7,7 @@
 import pytest
 
 import adplace as tf
+from adplace import devices
 
 
 @pytest.fixture(autouse=True)
@@ -25,3 +26,9 @@ def gpus(request) -> int:
     count = getattr(request, "param", 2)
     tf.config.set_virtual_gpus(count)
     return count
+
+
+@pytest.fixture
+def virtual_gpus_only(monkeypatch):
+    """Hide real CUDA GPUs (CuPy on a GPU machine would list them first and shift every index)."""
+    monkeypatch.setattr(devices, "cuda_gpus", lambda: ())

@@ -5,8 +5,7 @@ import pytest
 
 import adplace as tf
 from adplace import devices
-
-CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+from placement_log import CPU0
 
 
 @pytest.fixture
@@ -129,3 +128,10 @@ def test_without_cupy_there_are_no_cuda_gpus(no_cupy):
     assert devices.cuda_gpus() == ()
     tf.config.set_virtual_gpus(1)
     assert [d.is_virtual for d in devices.local_devices()] == [False, True]
+
+
+def test_kernel_availability_is_queryable_from_config():
+    assert tf.config.has_kernel("VariableV2", "GPU", tf.float32)
+    assert not tf.config.has_kernel("VariableV2", "GPU", tf.int32)
+    assert tf.config.kernel_device_types("MatMul", tf.int32) == frozenset({"CPU"})
+    assert "MatMul" in tf.config.registered_op_types()

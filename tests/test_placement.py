@@ -10,22 +10,10 @@ import pytest
 import adplace as tf
 from adplace import devices
 from adplace.errors import InvalidArgumentError
-
-CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
-GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
-GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
-GPU2 = "/job:localhost/replica:0/task:0/device:GPU:2"
-PLACEMENT_LINE = re.compile(r"^(\S+): \((\w+)\): (/job:localhost/replica:0/task:0/device:[A-Z]+:\d+)$")
+from placement_log import CPU0, GPU0, GPU1, GPU2, placement_lines
 
 
-@pytest.fixture(autouse=True)
-def _virtual_gpus_only(monkeypatch):
-    """Real CUDA GPUs (CuPy on a GPU machine) would come first and shift every index: place on virtual GPUs only."""
-    monkeypatch.setattr(devices, "cuda_gpus", lambda: ())
-
-
-def logged(text: str) -> list[tuple[str, str, str]]:
-    return [m.groups() for m in map(PLACEMENT_LINE.match, text.splitlines()) if m]
+pytestmark = pytest.mark.usefixtures("virtual_gpus_only")
 
 
 def notes_by_name(sess) -> dict[str, str]:
@@ -100,7 +88,7 @@ def test_soft_placement_note_is_in_the_log(gpus, capsys):
     sess = tf.Session(config=tf.ConfigProto(allow_soft_placement=True, log_device_placement=True))
     sess.run(x)
     out = capsys.readouterr().out
-    assert ("x", "Const", GPU0) in logged(out)
+    assert ("x", "Const", GPU0) in placement_lines(out)
     assert "soft placement" in out and "GPU:9" in out
 
 
@@ -261,15 +249,15 @@ def test_ops_added_after_a_run_are_placed_and_logged_on_the_next_run(gpus, capsy
     y = tf.sin(x, name="y")
     sess = tf.Session(config=tf.ConfigProto(log_device_placement=True))
     assert sess.run(y) == pytest.approx(np.sin(1.0))
-    assert logged(capsys.readouterr().out) == [("x", "Const", GPU0), ("y", "Sin", GPU0)]
+    assert placement_lines(capsys.readouterr().out) == [("x", "Const", GPU0), ("y", "Sin", GPU0)]
     before = sess.placement_table()
 
     with tf.device("/cpu:0"):
         z = tf.multiply(y, 2.0, name="z")
     sess.run(y)  # the cached signature still places the grown graph, as TF's Extend does
-    assert logged(capsys.readouterr().out) == [("z/y", "Const", CPU0), ("z", "Mul", CPU0)]
+    assert placement_lines(capsys.readouterr().out) == [("z/y", "Const", CPU0), ("z", "Mul", CPU0)]
     assert sess.run(z) == pytest.approx(2 * np.sin(1.0))
-    assert logged(capsys.readouterr().out) == []  # nothing new to place, nothing logged
+    assert placement_lines(capsys.readouterr().out) == []  # nothing new to place, nothing logged
     assert sess.placement_table()[:len(before)] == before
 
 
@@ -367,7 +355,7 @@ def test_placement_log_goes_to_sys_stdout_with_device_mapping(gpus, capsys):
     assert CPU0 not in out  # plain CPUs have no physical description
     sess.run("s")
     captured = capsys.readouterr()
-    assert logged(captured.out) == [("k", "Const", GPU0), ("s", "Sin", GPU0)]
+    assert placement_lines(captured.out) == [("k", "Const", GPU0), ("s", "Sin", GPU0)]
     assert "s: (Sin)" not in captured.err
 
 

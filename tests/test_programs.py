@@ -10,22 +10,10 @@ import pytest
 import adplace as tf
 from adplace import devices
 from adplace.errors import InvalidArgumentError
-
-CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
-GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
-GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
-PLACEMENT_LINE = re.compile(r"^(\S+): \((\w+)\): (/job:localhost/replica:0/task:0/device:[A-Z]+:\d+)$")
+from placement_log import CPU0, GPU0, GPU1, placement_lines
 
 
-@pytest.fixture(autouse=True)
-def _virtual_gpus_only(monkeypatch):
-    """Real CUDA GPUs (CuPy on a GPU machine) would come first and shift every index: place on virtual GPUs only."""
-    monkeypatch.setattr(devices, "cuda_gpus", lambda: ())
-
-
-def placement_lines(text: str) -> list[tuple[str, str, str]]:
-    """(op name, op type, device) of every placement log line in `text`."""
-    return [m.groups() for m in map(PLACEMENT_LINE.match, text.splitlines()) if m]
+pytestmark = pytest.mark.usefixtures("virtual_gpus_only")
 
 
 def test_random_uniform_add_under_devicespec_scope(gpus):

@@ -10,13 +10,6 @@ import adplace as tf
 from adplace.framework import dtypes
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
-
-
 # --- as_dtype ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, expected", [

@@ -7,13 +7,6 @@ import pytest
 import adplace as tf
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
-
-
 # --- unique names and name scopes -------------------------------------------------------------------------------
 
 def test_repeated_default_names_get_numeric_suffixes():

@@ -11,14 +11,6 @@ import adplace as tf
 from adplace.framework import registry
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
-    tf.config.set_virtual_gpus(None)
-
-
 def kernel_for(tensor_or_op, device_type="CPU"):
     """The kernel function the session would bind for an op that needs nothing from the context."""
     op = tensor_or_op if isinstance(tensor_or_op, tf.Operation) else tensor_or_op.op

@@ -9,13 +9,6 @@ import pytest
 import adplace as tf
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
-
-
 def run(fetches, feed_dict=None):
     with tf.Session() as sess:
         return sess.run(fetches, feed_dict)

@@ -7,13 +7,6 @@ import pytest
 import adplace as tf
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
-
-
 # --- Variable structure --------------------------------------------------------------------------------------
 
 def test_variable_builds_tf1_ops():

@@ -5,16 +5,10 @@ import pytest
 import adplace as tf
 from adplace import devices
 from adplace.runtime import executor
-
-CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
-GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
-GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
+from placement_log import CPU0, GPU0, GPU1
 
 
-@pytest.fixture(autouse=True)
-def _virtual_gpus_only(monkeypatch):
-    """Real CUDA GPUs (CuPy on a GPU machine) would come first and shift every index: place on virtual GPUs only."""
-    monkeypatch.setattr(devices, "cuda_gpus", lambda: ())
+pytestmark = pytest.mark.usefixtures("virtual_gpus_only")
 
 
 def transfer_triples(plan) -> list[tuple[str, str, str]]:
