@@ -54,6 +54,7 @@ class Placer:
         self._devices = sorted(table.devices, key=lambda d: (-DEVICE_TYPE_PRIORITY.get(d.device_type, 0), d.name))
         self._device_names = sorted(d.name for d in table.devices)
         self._candidates_cache: dict[tuple[str, frozenset], tuple] = {}
+        self._merged_cache: dict[tuple, str] = {}
 
     # --- candidates -------------------------------------------------------------------------------------------
     def _candidates(self, request: str, types: frozenset) -> tuple:
@@ -189,6 +190,13 @@ class Placer:
         run, overrides the requests of the ops writing it through a reference edge (TF 3.5)."""
         owners = [op for op in group if op._op_def.is_stateful and not op._inputs and (op._device or op._id < start)]
         ref_consumers = {op._id for op in group if op._op_def.ref_inputs} if owners else set()
+        key = tuple((op._device, op._id in ref_consumers) for op in group if op._device)
+        merged = self._merged_cache.get(key)
+        if merged is None:
+            merged = self._merged_cache[key] = self._merge_requests(group, ref_consumers, owners)
+        return merged
+
+    def _merge_requests(self, group: list, ref_consumers: set, owners: list) -> str:
         merged, first = DeviceSpec(), None
         for op in group:
             if not op._device:

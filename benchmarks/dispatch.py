@@ -1,7 +1,7 @@
 """Dispatch benchmark: adplace's fixed per-run cost, per-op cost, a small model, and placement + planning at scale.
 
     python benchmarks/dispatch.py            # full run (a few minutes on 2 cores), writes benchmarks/results/dispatch.json
-    python benchmarks/dispatch.py --quick    # smoke run: fewer samples, place+plan up to 10^5 ops only
+    python benchmarks/dispatch.py --quick    # smoke run: fewer samples, place+plan up to 10^5 ops only (JSON to $TMPDIR)
     python benchmarks/dispatch.py --out PATH # write the JSON elsewhere
 
 Every timing is a MEDIAN over several samples, and every speed is a RATIO against hand-written NumPy timed in the same
@@ -32,6 +32,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -67,7 +68,7 @@ def _calls_for(fn, target_s: float, cap: int) -> int:
 
 def compare(adplace_fn, numpy_fns: dict, samples: int, calls: int | None = None, target_s: float = 0.03,
             cap: int = 2000) -> dict:
-    """Median per-call time (us) of adplace_fn and each NumPy fn; samples alternate between them.
+    """Median per-call time (us) of adplace_fn and each NumPy fn; samples interleave them, in a rotating order.
 
     With calls=None the batch size is calibrated per benchmark (the slower side sets it) to about target_s a sample.
     """
@@ -77,9 +78,10 @@ def compare(adplace_fn, numpy_fns: dict, samples: int, calls: int | None = None,
     for fn in fns.values():  # warm-up
         _batch_ns(fn, max(1, calls // 10))
     times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(samples):
-        for name, fn in fns.items():
-            times[name].append(_batch_ns(fn, calls) / calls / 1000.0)
+    names = list(fns)
+    for i in range(samples):  # rotate the order each sample, so no side always runs first
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            times[name].append(_batch_ns(fns[name], calls) / calls / 1000.0)
     return {"calls_per_sample": calls, "samples": samples,
             "median_us": {name: statistics.median(ts) for name, ts in times.items()},
             "min_us": {name: min(ts) for name, ts in times.items()}}
@@ -337,9 +339,13 @@ def machine_info() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples; place+plan up to 10^5 ops only")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                                      "dispatch.json"), help="where to write the JSON results")
+    parser.add_argument("--out", default=None, help="where to write the JSON results (default: "
+                        "benchmarks/results/dispatch.json; with --quick, a file in the temp directory, so a smoke "
+                        "run never overwrites the full results)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = (os.path.join(tempfile.gettempdir(), "adplace-dispatch-quick.json") if args.quick else
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "dispatch.json"))
 
     samples = 5 if args.quick else 15
     sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)

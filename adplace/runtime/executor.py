@@ -8,7 +8,7 @@ large plans run in a tight interpreter loop, and switch to straight-line code on
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -41,14 +41,16 @@ class Transfer:
         return f"Transfer({self.tensor_name!r}: {self.src_device} -> {self.dst_device})"
 
 
-class Step:
-    """One plan step: a kernel, its input slots, its output slots (None where unused), and what it frees."""
+class Step(NamedTuple):
+    """A read-only view of one plan step (for inspection; plans store steps as parallel lists)."""
 
-    __slots__ = ("kernel", "in_slots", "out_slots", "frees", "op", "device", "transfer")
-
-    def __init__(self, kernel, in_slots, out_slots, op, device, transfer=None):
-        self.kernel, self.in_slots, self.out_slots = kernel, in_slots, out_slots
-        self.op, self.device, self.transfer, self.frees = op, device, transfer, ()
+    kernel: Callable
+    in_slots: tuple
+    out_slots: tuple
+    frees: tuple
+    op: object
+    device: object
+    transfer: Transfer | None
 
 
 def _copy_between_devices(value):
@@ -64,19 +66,45 @@ def _fetch_copy(value):
     return _fetch_value(np.array(value, copy=True))
 
 
-class Plan:
-    """A compiled (fetches, feeds) signature: steps, transfers, and the callable that runs them."""
+_NOTHING = ()
 
-    def __init__(self, steps: list, n_slots: int, feed_slots: list, fetch_slots: list, fetch_copies: list,
-                 transfers: list, has_writes: bool):
-        self.steps, self.n_slots, self.feed_slots = steps, n_slots, feed_slots
+
+def _as_tuple(slots) -> tuple:
+    """Slot lists are stored as an int when they hold one slot (most steps): no tuple per step."""
+    return (slots,) if type(slots) is int else slots
+
+
+class Plan:
+    """A compiled (fetches, feeds) signature and the callable that runs it.
+
+    Steps are parallel lists (kernel, input slots, output slots, slots freed after it, op, device): a plan of a
+    million-op graph then costs a few list entries per op, not an object per step.
+    """
+
+    def __init__(self, kernels: list, ins: list, outs: list, ops: list, devices: list, transfer_at: dict,
+                 n_slots: int, feed_slots: list, fetch_slots: list, fetch_copies: list, has_writes: bool):
+        self.kernels, self.ins, self.outs, self.ops, self.devices = kernels, ins, outs, ops, devices
+        self.frees: list = [_NOTHING] * len(kernels)
+        self._transfer_at = transfer_at
+        self.n_slots, self.feed_slots = n_slots, feed_slots
         self.fetch_slots, self.fetch_copies = fetch_slots, fetch_copies
-        self.transfers, self.has_writes = tuple(transfers), has_writes
-        self.num_transfers = len(transfers)
+        self.transfers = tuple(transfer_at[i] for i in sorted(transfer_at))
+        self.num_transfers, self.has_writes = len(transfer_at), has_writes
         self.runs = 0
         self._code = None
         self._first_line = 0
-        self.fn: Callable = self._interpreter() if len(steps) > 64 else self._compile()
+        self.fn: Callable = _NOTHING
+
+    def finish(self) -> "Plan":
+        """Pick how the plan runs: small plans compile to straight-line code at once, others start interpreted."""
+        self.fn = self._interpreter() if len(self.kernels) > 64 else self._compile()
+        return self
+
+    @property
+    def steps(self) -> list[Step]:
+        return [Step(kernel, _as_tuple(ins), _as_tuple(outs), _as_tuple(frees), op, device, self._transfer_at.get(i))
+                for i, (kernel, ins, outs, frees, op, device) in
+                enumerate(zip(self.kernels, self.ins, self.outs, self.frees, self.ops, self.devices))]
 
     @property
     def is_compiled(self) -> bool:
@@ -84,7 +112,7 @@ class Plan:
 
     def tier_up(self) -> None:
         """Switch a hot interpreted plan to straight-line code (when it is not too large to compile)."""
-        if self._code is None and len(self.steps) <= CODEGEN_MAX_STEPS:
+        if self._code is None and len(self.kernels) <= CODEGEN_MAX_STEPS:
             self.fn = self._compile()
 
     def _fetch_expr(self, i: int, slot: int) -> str:
@@ -97,18 +125,18 @@ class Plan:
             lines.append(f"    {', '.join(f'v{s}' for s in self.feed_slots)}, = feeds")
         namespace = {"_fetch_value": _fetch_value, "_fetch_copy": _fetch_copy}
         self._first_line = len(lines) + 1
-        for i, step in enumerate(self.steps):
-            namespace[f"k{i}"] = step.kernel
-            call = f"k{i}({', '.join(f'v{s}' for s in step.in_slots)})"
-            outs = step.out_slots
+        for i, (kernel, ins, outs, frees) in enumerate(zip(self.kernels, self.ins, self.outs, self.frees)):
+            namespace[f"k{i}"] = kernel
+            ins, outs, frees = _as_tuple(ins), _as_tuple(outs), _as_tuple(frees)
+            call = f"k{i}({', '.join(f'v{s}' for s in ins)})"
             if not outs or all(s is None for s in outs):
                 line = call
             elif len(outs) == 1:
                 line = f"v{outs[0]} = {call}"
             else:
                 line = f"{', '.join('_' if s is None else f'v{s}' for s in outs)}, = {call}"
-            if step.frees:
-                line += "; del " + ", ".join(f"v{s}" for s in step.frees)
+            if frees:
+                line += "; del " + ", ".join(f"v{s}" for s in frees)
             lines.append("    " + line)
         fetches = ", ".join(self._fetch_expr(i, s) for i, s in enumerate(self.fetch_slots))
         lines.append(f"    return [{fetches}]")
@@ -118,8 +146,8 @@ class Plan:
         return namespace["run"]
 
     def _interpreter(self) -> Callable:
-        """A loop over prebuilt tuples, for plans too large (or too new) to be worth compiling."""
-        program = tuple((s.kernel, s.in_slots, s.out_slots, s.frees) for s in self.steps)
+        """A loop over the steps, for plans too large (or too new) to be worth compiling."""
+        program = (self.kernels, self.ins, self.outs, self.frees)
         n_slots, feed_slots = self.n_slots, self.feed_slots
         fetches = tuple(zip(self.fetch_slots, (_fetch_copy if c else _fetch_value for c in self.fetch_copies)))
 
@@ -127,34 +155,36 @@ class Plan:
             slots = [None] * n_slots
             for slot, value in zip(feed_slots, feeds):
                 slots[slot] = value
-            for kernel, in_slots, out_slots, frees in program:
-                result = kernel(*[slots[i] for i in in_slots])
-                if len(out_slots) == 1:
-                    slots[out_slots[0]] = result
+            for index, (kernel, in_slots, out_slots, frees) in enumerate(zip(*program)):
+                if type(in_slots) is int:
+                    result = kernel(slots[in_slots])
+                else:
+                    result = kernel(*[slots[i] for i in in_slots])
+                if type(out_slots) is int:
+                    slots[out_slots] = result
                 elif out_slots:
                     for slot, value in zip(out_slots, result):
                         if slot is not None:
                             slots[slot] = value
-                for slot in frees:
-                    slots[slot] = None
+                if type(frees) is int:
+                    slots[frees] = None
+                else:
+                    for slot in frees:
+                        slots[slot] = None
             return [convert(slots[slot]) for slot, convert in fetches]
         return run
 
     def failed_step(self, exc: BaseException) -> Step | None:
         """The step whose kernel raised `exc`, from the traceback (no bookkeeping on the hot path)."""
         tb = exc.__traceback__
-        frames = []
         while tb is not None:
-            frames.append(tb)
-            tb = tb.tb_next
-        for tb in frames:
-            code = tb.tb_frame.f_code
-            if code is self._code:
+            frame = tb.tb_frame
+            if frame.f_code is self._code:
                 index = tb.tb_lineno - self._first_line
-                return self.steps[index] if 0 <= index < len(self.steps) else None
-            if code.co_name == "run" and "program" in tb.tb_frame.f_locals:
-                kernel = tb.tb_frame.f_locals.get("kernel")
-                return next((s for s in self.steps if s.kernel is kernel), None)
+                return self.steps[index] if 0 <= index < len(self.kernels) else None
+            if frame.f_code.co_name == "run" and frame.f_locals.get("program", (None,))[0] is self.kernels:
+                return self.steps[frame.f_locals["index"]]
+            tb = tb.tb_next
         return None
 
 
@@ -162,18 +192,25 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed."""
     fed = set(feed_tensors)  # Tensors hash by identity: they key dicts and sets without id() calls
     ops = graph._ops
-    order = _needed_ops(fetch_elements, fed, len(ops))
+    order = _needed_ops(fetch_elements, fed, ops)
     device_of = placement.device_by_op_id
-    slot_of: dict = {}                 # tensor -> slot
-    where: list = []                   # slot -> device the value lives on
-    for t in feed_tensors:
-        slot_of[t] = len(where)
-        where.append(device_of[t._op._id])
+    fed_slot = {t: i for i, t in enumerate(feed_tensors)}
+    first_slot = [-1] * len(ops)       # op id -> slot of its output 0 (outputs take consecutive slots)
+    where = [device_of[t._op._id] for t in feed_tensors]  # slot -> device the value lives on
     feed_slots = list(range(len(where)))
-    steps: list[Step] = []
-    transfers: list[Transfer] = []
+    kernels, ins, outs, step_ops, step_devices = [], [], [], [], []
+    transfer_at: dict[int, Transfer] = {}
     copies: dict[tuple[int, object], int] = {}
     has_writes = False
+    kernel_for = ctx.kernel
+
+    def add_step(kernel, in_slots, out_slots, op, device) -> None:
+        kernels.append(kernel)
+        ins.append(in_slots)
+        outs.append(out_slots)
+        step_ops.append(op)
+        step_devices.append(device)
+
     for op in order:
         device = device_of[op._id]
         ref_inputs = op._op_def.ref_inputs
@@ -185,53 +222,49 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
         for t in inputs:
             if t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
                 var_device = device_of[t._op._id]
-                steps.append(Step(ctx.kernel(t._op, var_device), (), (len(where),), t._op, var_device))
+                add_step(kernel_for(t._op, var_device), (), len(where), t._op, var_device)
                 where.append(var_device)
                 slot = len(where) - 1
+            elif fed and t in fed_slot:
+                slot = fed_slot[t]
             else:
-                slot = slot_of[t]
+                slot = first_slot[t._op._id] + t._value_index
             if where[slot] is not device:
                 key = (slot, device)
                 if key not in copies:
                     copies[key] = len(where)
-                    transfer = Transfer(t.name, where[slot].name, device.name)
-                    transfers.append(transfer)
-                    steps.append(Step(_copy_between_devices, (slot,), (len(where),), op, device, transfer))
+                    transfer_at[len(kernels)] = Transfer(t.name, where[slot].name, device.name)
+                    add_step(_copy_between_devices, slot, len(where), op, device)
                     where.append(device)
                 slot = copies[key]
             in_slots.append(slot)
-        outputs = op._outputs
-        if len(outputs) == 1 and outputs[0] not in fed:
-            out_slots = (len(where),)
-            slot_of[outputs[0]] = len(where)
-            where.append(device)
-        else:
-            out_slots = []
-            for t in outputs:
-                if t in fed:
-                    out_slots.append(None)
-                else:
-                    slot_of[t] = len(where)
-                    out_slots.append(len(where))
-                    where.append(device)
-            out_slots = tuple(out_slots)
-        steps.append(Step(ctx.kernel(op, device), tuple(in_slots), out_slots, op, device))
+        n_out = len(op._outputs)
+        first_slot[op._id] = len(where)
+        add_step(kernel_for(op, device), in_slots[0] if len(in_slots) == 1 else tuple(in_slots),
+                 len(where) if n_out == 1 else tuple(range(len(where), len(where) + n_out)), op, device)
+        where.extend([device] * n_out)
 
     fetch_slots, fetch_copies = [], []
     for element in fetch_elements:
         if hasattr(element, "_value_index"):
-            fetch_slots.append(slot_of[element])
-            fetch_copies.append(element not in fed and element._op._op_def.is_view)
-    _schedule_frees(steps, set(fetch_slots), len(where))
-    return Plan(steps, len(where), feed_slots, fetch_slots, fetch_copies, transfers, has_writes)
+            is_fed = element in fed_slot
+            fetch_slots.append(fed_slot[element] if is_fed else first_slot[element._op._id] + element._value_index)
+            fetch_copies.append(not is_fed and element._op._op_def.is_view)
+    plan = Plan(kernels, ins, outs, step_ops, step_devices, transfer_at, len(where), feed_slots, fetch_slots,
+                fetch_copies, has_writes)
+    _schedule_frees(plan, set(fetch_slots))
+    return plan.finish()
 
 
-def _needed_ops(fetch_elements: list, fed: set, n_ops: int) -> list:
+def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
     """The ops the fetches need, in creation (= topological) order, not crossing fed tensors or reference edges.
 
-    An unfed Placeholder among them is an error, raised before anything runs.
+    A stateless read of a variable (its `read` Identity) is moved to just before its first consumer, so it never
+    sees a value older than the ops ordered before that consumer: `tf.identity(v)` under
+    `control_dependencies([assign])` sees the assignment, as TF1 users expect. An unfed Placeholder among the
+    needed ops is an error, raised before anything runs.
     """
-    needed = bytearray(n_ops)
+    needed = bytearray(len(ops))
     stack = []
     for element in fetch_elements:
         if hasattr(element, "_value_index"):
@@ -239,60 +272,75 @@ def _needed_ops(fetch_elements: list, fed: set, n_ops: int) -> list:
                 stack.append(element._op)
         else:
             stack.append(element)
-    order = []
+    ids, reads = [], []
     while stack:
         op = stack.pop()
         if needed[op._id]:
             continue
         needed[op._id] = 1
-        order.append(op)
+        reads_ref = False
         for t in op._inputs:  # a ref input is read (or written) by its consumer: the variable op itself never runs
-            if not needed[t._op._id] and t not in fed and not t._dtype._is_ref:
+            if t._dtype._is_ref:
+                reads_ref = True
+            elif not needed[t._op._id] and t not in fed:
                 stack.append(t._op)
         for c in op._control_inputs:
             if not needed[c._id]:
                 stack.append(c)
+        if reads_ref and not op._op_def.is_stateful:
+            reads.append(op)
+        else:
+            ids.append(op._id)
         if op._type == "Placeholder" and any(t not in fed for t in op._outputs):
             raise errors.InvalidArgumentError(
                 None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
                 f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}\n\t "
                 f"[[{{{{node {op.name}}}}}]]")
-    order.sort(key=lambda op: _schedule_key(op, needed))
+    sunk: dict[int, list] = {}
+    for op in sorted(reads, key=_op_id):
+        users = [c._id for c in op._consumers + op._control_outputs if needed[c._id]]
+        if users:
+            sunk.setdefault(min(users), []).append(op)
+        else:
+            ids.append(op._id)
+    ids.sort()
+    if not sunk:
+        return [ops[i] for i in ids]
+    order = []
+    for i in ids:
+        if i in sunk:
+            order.extend(sunk.pop(i))
+        order.append(ops[i])
     return order
 
 
-def _schedule_key(op, needed: bytearray) -> tuple:
-    """Creation order, except that a stateless read of a variable runs just before its first consumer.
-
-    So a read never sees a value older than the ops ordered before its consumer: `tf.identity(v)` under
-    `control_dependencies([assign])` sees the assignment, as TF1 users expect.
-    """
-    if not op._op_def.is_stateful and any(t._dtype._is_ref for t in op._inputs):
-        users = [c._id for c in op._consumers + op._control_outputs if needed[c._id]]
-        if users:
-            return (min(users), 0, op._id)
-    return (op._id, 1, 0)
+def _op_id(op) -> int:
+    return op._id
 
 
-def _schedule_frees(steps: list, keep: set, n_slots: int) -> None:
+def _schedule_frees(plan: Plan, keep: set) -> None:
     """Free each slot right after the step that reads it last; drop outputs nobody reads (never fetched ones)."""
-    last_reader = [-1] * n_slots
-    for index, step in enumerate(steps):
-        for slot in step.in_slots:
-            last_reader[slot] = index
-    frees: dict[int, list] = {}
-    for step in steps:
-        outs = step.out_slots
-        if len(outs) == 1:
-            if last_reader[outs[0]] < 0 and outs[0] not in keep:
-                step.out_slots = ()
-        elif any(s is not None and last_reader[s] < 0 and s not in keep for s in outs):
-            step.out_slots = tuple(None if s is None or (last_reader[s] < 0 and s not in keep) else s for s in outs)
+    last_reader = [-1] * plan.n_slots
+    for index, in_slots in enumerate(plan.ins):
+        if type(in_slots) is int:
+            last_reader[in_slots] = index
+        else:
+            for slot in in_slots:
+                last_reader[slot] = index
+    for slot in keep:
+        last_reader[slot] = -2
+    outs, frees = plan.outs, plan.frees
+    for index, out_slots in enumerate(outs):
+        if type(out_slots) is int:
+            if last_reader[out_slots] == -1:
+                outs[index] = _NOTHING
+        elif any(s is not None and last_reader[s] == -1 for s in out_slots):
+            out_slots = tuple(None if s is None or last_reader[s] == -1 else s for s in out_slots)
+            outs[index] = _NOTHING if all(s is None for s in out_slots) else out_slots
     for slot, index in enumerate(last_reader):
-        if index >= 0 and slot not in keep:
-            frees.setdefault(index, []).append(slot)
-    for index, slots in frees.items():
-        steps[index].frees = tuple(slots)
+        if index >= 0:
+            held = frees[index]
+            frees[index] = slot if held is _NOTHING else _as_tuple(held) + (slot,)
 
 
 class KernelContext:
@@ -302,7 +350,8 @@ class KernelContext:
         self._placement = placement
         self._cells: dict[int, VariableCell] = {}
         self._rngs: dict[int, np.random.Generator] = {}
-        self._kernels: dict[int, Callable] = {}
+        self._kernels: list = []        # op id -> kernel (a list: graphs reach millions of ops)
+        self._factories: dict[tuple[str, str], Callable] = {}
         self.journal: list = []
 
     def variable(self, op) -> VariableCell:
@@ -321,9 +370,14 @@ class KernelContext:
 
     def kernel(self, op, device) -> Callable:
         """The op's kernel in this session, built once and shared by every plan that runs the op."""
-        kernel = self._kernels.get(op._id)
+        kernels = self._kernels
+        if op._id >= len(kernels):
+            kernels.extend([None] * (len(op._graph._ops) - len(kernels)))
+        kernel = kernels[op._id]
         if kernel is None:
-            kernel = self._kernels[op._id] = kernel_factory(op._type, device.device_type)(op, self)
+            key = (op._type, device.device_type)
+            factory = self._factories.get(key) or self._factories.setdefault(key, kernel_factory(*key))
+            kernel = kernels[op._id] = factory(op, self)
         return kernel
 
     def rollback(self) -> None:
