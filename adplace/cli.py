@@ -18,7 +18,12 @@ def _cmd_devices(args: argparse.Namespace) -> int:
         devices.set_virtual_gpus(args.virtual_gpus)
     found = devices.list_devices()
     for d in found:
-        kind = "virtual GPU, computes with NumPy" if d.is_virtual else (d.description or "host CPU, NumPy")
+        if d.is_virtual:
+            kind = "virtual GPU, computes with NumPy"
+        elif d.device_type == "GPU":
+            kind = f"{d.description}; its ops compute with NumPy until adplace's CuPy kernels land"
+        else:
+            kind = "host CPU, NumPy"
         print(f"{d.name}  ({kind})")
     if not any(d.device_type == "GPU" for d in found):
         print("No GPU found. Set ADPLACE_VIRTUAL_GPUS=N (or pass --virtual-gpus N) for virtual GPUs.")

@@ -76,3 +76,13 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
     assert demo_cmd.endswith("adplace demo") and "pip install ." in demo_cmd
     assert '".[test]"' in test_cmd and "pytest" in test_cmd
     assert test_cmd in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_python_example_prints_what_it_claims(capsys):
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```python\n(.+?)```", readme, re.S).group(1)
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    claimed = [line.split("# ", 1)[1] for line in block.splitlines() if line.startswith("# ")]
+    assert claimed and all(line in out for line in claimed)
+    assert "0.6663667" in out
