@@ -274,6 +274,7 @@ class BaseSession:
         converters, build, execute = compiled.feed_converters, compiled.build, self._execute
 
         def callable_fn(*feed_args):
+            self._check_open()
             if len(feed_args) != len(converters):
                 raise ValueError(f"Expected {len(converters)} feed values, got {len(feed_args)}")
             return build(execute(compiled.plan, [c(v) for c, v in zip(converters, feed_args)]))

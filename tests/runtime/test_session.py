@@ -442,3 +442,13 @@ def test_fetched_initialized_value_is_a_copy():
     fetched = sess.run(iv)
     fetched[0] = 99.0
     np.testing.assert_array_equal(sess.run(v), [2.0, 3.0])
+
+
+def test_callable_from_a_closed_session_refuses_to_run():
+    x = tf.placeholder(tf.float32, [2])
+    sess = tf.Session()
+    double = sess.make_callable(x * 2.0, [x])
+    np.testing.assert_array_equal(double([1.0, 2.0]), [2.0, 4.0])
+    sess.close()
+    with pytest.raises(RuntimeError, match="closed Session"):
+        double([1.0, 2.0])
