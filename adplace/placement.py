@@ -6,7 +6,8 @@
    kernel raises InvalidArgumentError naming the op, the request and the devices, unless soft placement is on; then
    the op falls back (same type any index, then any type) and the log says so.
 4. Generators (no inputs, one output, e.g. a Const) go to their consumers' device when they all agree (TF's
-   heuristic A), so a constant feeding a GPU op does not cost a transfer.
+   heuristic A), so a constant feeding a GPU op does not cost a transfer; Shape/Size/Rank stay on their input's
+   device (heuristic B).
 
 Placement never changes `op.device`; the result lives in the session's PlacementTable.
 """
@@ -21,6 +22,7 @@ from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.registry import kernel_device_types, kernel_dtype, registered_kernels_text
 
 _log = logging.getLogger("adplace.placement")
+_METADATA_OPS = frozenset({"Shape", "Size", "Rank"})  # TF's heuristic B (tensorflow/core/graph/graph.cc)
 
 
 class PlacementTable:
@@ -100,7 +102,7 @@ class Placer:
     def _place_new(self, graph, new_ops: list, start: int) -> None:
         placed, notes = self.table.device_by_op_id, self.table.notes
         groups = self._colocation_groups(graph, new_ops, start)
-        deferred = []
+        deferred, metadata = [], []
         candidates_for = self._candidates
         for op in new_ops:
             if placed[op._id] is not None:
@@ -114,12 +116,18 @@ class Placer:
             device = candidates[0] if candidates else self._fallback([op], op._device, types, notes)
             if not op._inputs and len(op._outputs) == 1 and not op._outputs[0]._dtype.is_ref_dtype:
                 deferred.append((op, candidates or (device,), device))
+            elif op._type in _METADATA_OPS:
+                metadata.append((op, candidates))
             placed[op._id] = device
         for op, candidates, device in deferred:  # heuristic A: generators follow their consumers
             consumers = op._consumers + op._control_outputs
             target = placed[consumers[0]._id] if consumers else None
             if target is not None and target in candidates and all(placed[c._id] is target for c in consumers):
                 placed[op._id] = target
+        for op, candidates in metadata:  # heuristic B: Shape/Size/Rank stay with their input (no copy to read a shape)
+            source = placed[op._inputs[0]._op._id]
+            if source in candidates:
+                placed[op._id] = source
 
     def _colocation_groups(self, graph, new_ops: list, start: int) -> dict[int, list]:
         """Union-find over ops with `_class` or reference inputs; maps op id -> its group's members."""

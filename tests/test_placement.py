@@ -378,3 +378,12 @@ def test_late_writer_with_another_request_joins_the_already_placed_variable(gpus
         inc = tf.assign_add(v, 1.0, name="inc")
     assert sess.run(inc) == 2.0
     assert sess.placement(inc) == sess.placement(v) == GPU0
+
+
+def test_shape_ops_stay_with_their_input(gpus):
+    with tf.device("/cpu:0"):
+        x = tf.constant([[1.0, 2.0]], name="x")
+        y = x * 2.0
+    s = tf.shape(y, name="s")
+    sess = tf.Session()
+    assert sess.placement(s) == CPU0 and sess.plan_for(s).transfers == ()

@@ -58,6 +58,20 @@ class DType:
     def is_compatible_with(self, other) -> bool:
         return self.base_dtype is as_dtype(other).base_dtype
 
+    def __eq__(self, other) -> bool:
+        """TF's equality: a DType equals anything as_dtype maps to it ("float32", np.float32, ...)."""
+        if other is self:
+            return True
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return False
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"tf.{self._name}"
 
@@ -96,6 +110,9 @@ uint64 = _define("uint64", np.uint64, 23)
 half, double = float16, float64
 float32_ref, float64_ref, int32_ref, int64_ref = (_BY_NAME[n + "_ref"] for n in ("float32", "float64", "int32", "int64"))
 
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "float_ref": float32_ref,
+                 "double_ref": float64_ref})
+
 FLOATING = frozenset({float16, float32, float64})
 COMPLEX = frozenset({complex64, complex128})
 INTEGER = frozenset({int8, int16, int32, int64, uint8, uint16, uint32, uint64})
@@ -104,6 +121,15 @@ ALL = NUMERIC | {bool, string}
 
 _PY_TYPES = {float: float32, int: int32, complex: complex128, str: string, bytes: string}
 _PY_TYPES[type(True)] = bool
+
+
+def string_array(value) -> np.ndarray:
+    """An object array of bytes, as TF returns strings (str elements are UTF-8 encoded)."""
+    array = np.array(value, dtype=object)
+    flat = [v.encode() if isinstance(v, str) else v for v in array.reshape(-1)]
+    out = np.empty(len(flat), dtype=object)
+    out[:] = flat
+    return out.reshape(array.shape)
 
 
 def as_dtype(type_value) -> DType:

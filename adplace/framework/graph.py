@@ -105,7 +105,6 @@ class Tensor:
         raise TypeError(f"Using a `tf.Tensor` as a Python `bool` is not allowed: {self.name!r} has no value until "
                         "Session.run. Use `if t is not None:` to test for None, or tf.cond to branch on its value.")
 
-    __nonzero__ = __bool__
 
     def __iter__(self):
         dims = self._shape.as_tuple()
@@ -277,7 +276,13 @@ class Graph:
         attrs = {} if attrs is None else attrs
         with self._lock:
             # A name ending in "/" is a scope made for this op (TF's `with name_scope(...) as name`): taken as is.
-            name = name[:-1] if name and name[-1] == "/" else self.unique_name(name or op_type)
+            if name and name[-1] == "/":
+                name = name[:-1]
+                if name in self._ops_by_name:
+                    raise ValueError(f"Duplicate node name in graph: '{name}'")
+                self._names_in_use.setdefault(name.lower(), 1)
+            else:
+                name = self.unique_name(name or op_type)
             if not _VALID_OP_NAME.match(name):
                 raise ValueError(f"'{name}' is not a valid node name")
             output_specs = op_def.infer(inputs, attrs, name)
@@ -604,12 +609,14 @@ def _session_for(graph: Graph, session, what: str):
 
 
 # --- conversion ---------------------------------------------------------------------------------------------
-_conversion_functions: list[tuple[type, Callable]] = []
+_conversion_functions: list[tuple[int, type, Callable]] = []
 
 
 def register_tensor_conversion_function(base_type, conversion_func: Callable, priority: int = 100) -> None:
-    """Register `conversion_func(value, dtype=None, name=None, as_ref=False) -> Tensor` for `base_type`."""
-    _conversion_functions.append((base_type, conversion_func))
+    """Register `conversion_func(value, dtype=None, name=None, as_ref=False) -> Tensor` for `base_type`; lower
+    `priority` values are tried first, as in TF."""
+    _conversion_functions.append((priority, base_type, conversion_func))
+    _conversion_functions.sort(key=lambda entry: entry[0])
 
 
 def convert_to_tensor(value, dtype=None, name: str | None = None, preferred_dtype=None, as_ref: bool = False) -> Tensor:
@@ -620,7 +627,7 @@ def convert_to_tensor(value, dtype=None, name: str | None = None, preferred_dtyp
             raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype "
                              f"{value._dtype.name}: {value!r}")
         return value
-    for base_type, fn in _conversion_functions:
+    for _, base_type, fn in _conversion_functions:
         if isinstance(value, base_type):
             if dtype is None and preferred_dtype is not None:
                 try:

@@ -25,14 +25,27 @@ GPU_FLOAT = _dtypes.FLOATING | _dtypes.COMPLEX
 GPU_VARIABLE = _dtypes.FLOATING | _dtypes.COMPLEX | {_dtypes.int64, _dtypes.bool}  # TF has no int32 GPU variable
 
 
+NO_GPU = frozenset()
+
+
 def kernel(op_type: str, cpu_types=ALL, gpu_types=GPU_NUMERIC):
-    """Register one NumPy factory for the CPU and, with TF's GPU dtype set, for (virtual) GPUs."""
+    """Register one NumPy factory for the CPU and, with TF's GPU dtype set, for (virtual) GPUs.
+
+    A dtype set of None accepts every dtype (NoOp); `gpu_types=NO_GPU` registers no GPU kernel.
+    """
     def decorate(factory):
         register_kernel(op_type, "CPU", cpu_types)(factory)
-        if gpu_types:
+        if gpu_types is None or gpu_types:
             register_kernel(op_type, "GPU", gpu_types)(factory)
         return factory
     return decorate
+
+
+def unfed_placeholder_error(op) -> InvalidArgumentError:
+    """TF's error for running a placeholder nobody fed."""
+    return InvalidArgumentError(None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                                f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}"
+                                f"\n\t [[{{{{node {op.name}}}}}]]")
 
 
 def fixed(fn):
@@ -53,9 +66,8 @@ def _const(op, ctx):
 
 @kernel("Placeholder", gpu_types=GPU_ALL)
 def _placeholder(op, ctx):
-    def unfed():
-        raise InvalidArgumentError(None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                                   f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}")
+    def unfed():  # plans refuse unfed placeholders before running; this guards direct kernel use
+        raise unfed_placeholder_error(op)
     return unfed
 
 
@@ -232,6 +244,21 @@ def _matmul(op, ctx):
     return matmul
 
 
+@kernel("BatchMatMulV2", gpu_types=GPU_FLOAT)
+def _batch_matmul(op, ctx):
+    adj_x, adj_y = op._attrs["adj_x"], op._attrs["adj_y"]
+
+    def batch_matmul(x, y):
+        x2, y2 = (np.swapaxes(x, -1, -2) if adj_x else x), (np.swapaxes(y, -1, -2) if adj_y else y)
+        try:
+            return np.matmul(x2, y2)
+        except ValueError:
+            raise InvalidArgumentError(None, op, f"In[0] and In[1] must have compatible batch dimensions and "
+                                       f"matrix sizes: {dims_text(np.shape(x))} vs. {dims_text(np.shape(y))}") \
+                from None
+    return batch_matmul
+
+
 def _reduction(np_fn, integer_fn=None):
     def factory(op, ctx):
         keep, dtype = op._attrs["keep_dims"], op._attrs["T"].as_numpy_dtype
@@ -246,18 +273,22 @@ def _reduction(np_fn, integer_fn=None):
     return factory
 
 
-def _checked_extremum(np_fn):
+def _extremum(np_fn, lowest: bool):
+    """Max/Min; an empty reduction gives the identity (-inf/lowest for Max, +inf/highest for Min), as TF does."""
     def reduce(x, axis, keepdims):
-        if np.size(x) == 0:
-            raise InvalidArgumentError(None, None, f"Reduction of an empty tensor of shape {list(np.shape(x))}")
-        return np_fn(x, axis=axis, keepdims=keepdims)
+        x = np.asarray(x)
+        if x.size:
+            return np_fn(x, axis=axis, keepdims=keepdims)
+        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+        identity = (-np.inf if lowest else np.inf) if x.dtype.kind == "f" else (info.min if lowest else info.max)
+        return np_fn(x, axis=axis, keepdims=keepdims, initial=identity)
     return reduce
 
 
 kernel("Sum")(_reduction(np.sum, lambda x, a, k: np.sum(x, axis=a, keepdims=k)))
 kernel("Mean")(_reduction(np.mean, lambda x, a, k: np.trunc(np.mean(x, axis=a, keepdims=k))))
-kernel("Max")(_reduction(_checked_extremum(np.max)))
-kernel("Min")(_reduction(_checked_extremum(np.min)))
+kernel("Max")(_reduction(_extremum(np.max, lowest=True)))
+kernel("Min")(_reduction(_extremum(np.min, lowest=False)))
 kernel("Prod")(_reduction(np.prod, lambda x, a, k: np.prod(x, axis=a, keepdims=k)))
 
 
@@ -337,7 +368,7 @@ def _assign_family(update):
     """Assign/AssignAdd/AssignSub: journal the old value (so a failed step can be undone), then replace it."""
     def factory(op, ctx):
         var_op = op._inputs[0]._op
-        cell, journal = ctx.variable(var_op), ctx.journal
+        cell = ctx.variable(var_op)
         static = var_op._attrs["shape"]
         check_shape = op._attrs.get("validate_shape", True) and static.is_fully_defined()
         static_dims = tuple(static.as_list()) if check_shape else None
@@ -349,7 +380,7 @@ def _assign_family(update):
                 if check_shape and np.shape(value) != static_dims:
                     raise InvalidArgumentError(None, op, f"Assign requires shapes of both tensors to match. lhs shape"
                                                f"= {dims_text(static_dims)} rhs shape= {dims_text(np.shape(value))}")
-                new = value
+                new = np.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
             else:
                 if old is None:
                     raise _uninitialized(op, var_op)
@@ -358,7 +389,7 @@ def _assign_family(update):
                                                f"{dims_text(np.shape(old))} using a Tensor with shape "
                                                f"{dims_text(np.shape(value))}, shapes must be equal.")
                 new = update(old, value)
-            journal.append((cell, old))
+            ctx.journal.append((cell, old))  # this thread's step journal, looked up when the step runs
             cell.value = new
             return new
         return assign
@@ -384,4 +415,3 @@ def _initialized_value(op, ctx):
 
 # --- control_flow_ops -----------------------------------------------------------------------------------------------
 kernel("NoOp", None, None)(fixed(lambda *args: None))
-register_kernel("NoOp", "GPU")(fixed(lambda *args: None))

@@ -6,7 +6,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.graph import Tensor, convert_to_tensor, name_scope
 from adplace.framework.registry import register_op
-from adplace.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from adplace.framework.tensor_shape import TensorShape, as_shape, dims_text, unknown_shape
 from adplace.ops.constant_op import constant
 from adplace.ops.op_builder import (SCALAR, apply_op, apply_op_1, check_same_dtype, constant_value, int_const,
                                     merged_shape, normalize_axis, shape_from_tensor, shapes_text, to_tensors)
@@ -93,10 +93,9 @@ register_op("Reshape", _reshape_infer, is_view=True)
 
 def reshape(tensor, shape, name: str | None = None) -> Tensor:  # noqa: A002
     """tf.reshape; one dimension may be -1."""
-    tensor = convert_to_tensor(tensor)
-    name = name or "Reshape"
-    shape_t = shape if isinstance(shape, Tensor) else int_const(shape, name=f"{name}/shape")
-    return apply_op_1("Reshape", [tensor, shape_t], name=name)
+    with name_scope(name, "Reshape", [tensor]) as scope:
+        tensor = convert_to_tensor(tensor, name="tensor")
+        return apply_op_1("Reshape", [tensor, int_const(shape, name="shape")], name=scope)
 
 
 def _transpose_infer(inputs, attrs, name):
@@ -176,9 +175,9 @@ def expand_dims(input, axis=None, name: str | None = None, dim=None) -> Tensor: 
     axis = dim if axis is None else axis
     if axis is None:
         raise ValueError("expand_dims requires `axis`")
-    name = name or "ExpandDims"
-    dim_t = axis if isinstance(axis, Tensor) else int_const(axis, name=f"{name}/dim")
-    return apply_op_1("ExpandDims", [convert_to_tensor(input), dim_t], name=name)
+    with name_scope(name, "ExpandDims", [input]) as scope:
+        return apply_op_1("ExpandDims", [convert_to_tensor(input, name="input"), int_const(axis, name="dim")],
+                          name=scope)
 
 
 # --- Split, SplitV, ConcatV2, Pack, Unpack ---------------------------------------------------------------------
@@ -343,23 +342,34 @@ register_op("OnesLike", _same)
 
 def fill(dims, value, name: str | None = None) -> Tensor:
     """A tensor of shape `dims` filled with `value` (tf.fill)."""
-    name = name or "Fill"
-    dims_t = dims if isinstance(dims, Tensor) else int_const(dims, name=f"{name}/dims")
-    return apply_op_1("Fill", [dims_t, convert_to_tensor(value, name=f"{name}/value")], name=name)
+    with name_scope(name, "Fill", [dims, value]) as scope:
+        return apply_op_1("Fill", [int_const(dims, name="dims"), convert_to_tensor(value, name="value")],
+                          name=scope)
 
 
 def _filled(shape, dtype, value, name):
-    dtype = _dtypes.as_dtype(dtype)
+    """TF's zeros/ones: a Const when the shape is static and small (< 1000 elements), else a Fill."""
+    dtype = _dtypes.as_dtype(dtype).base_dtype
+    value = {_dtypes.bool: bool(value), _dtypes.string: b"" if value == 0 else None}.get(dtype, value)
+    if value is None:
+        raise TypeError(f"tf.ones has no value for dtype {dtype.name}")
+    if not isinstance(shape, Tensor) and not (isinstance(shape, (list, tuple)) and
+                                              any(isinstance(d, Tensor) for d in shape)):
+        dims = as_shape(shape).as_list()
+        if int(np.prod(dims, dtype=np.int64)) < 1000:
+            return constant(value, dtype=dtype, shape=dims, name=name)
     with name_scope(name) as scope:
-        dims_t = shape if isinstance(shape, Tensor) else int_const(as_shape(shape).as_list(), name="shape")
+        dims_t = int_const(shape, name="shape_as_tensor")
         return apply_op_1("Fill", [dims_t, constant(value, dtype=dtype, name="Const")], name=scope)
 
 
 def zeros(shape, dtype=_dtypes.float32, name: str = "zeros") -> Tensor:
+    """Zeros of `shape` (tf.zeros): False for bool, b"" for strings."""
     return _filled(shape, dtype, 0, name)
 
 
 def ones(shape, dtype=_dtypes.float32, name: str = "ones") -> Tensor:
+    """Ones of `shape` (tf.ones); True for bool."""
     return _filled(shape, dtype, 1, name)
 
 
@@ -383,16 +393,33 @@ def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True
 
 # --- StridedSlice (Python indexing) --------------------------------------------------------------------------------
 def _slice_infer(inputs, attrs, name):
+    """The shape of x[spec], dimension by dimension, so unknown dims stay unknown instead of losing the rank."""
     x = inputs[0]
-    if not x._shape.is_fully_defined():
+    dims = x._shape.as_tuple()
+    if dims is None:
         return [(x._dtype.base_dtype, unknown_shape())]
-    probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x._shape.as_list(), [0] * x._shape.ndims)
-    try:
-        out_shape = probe[attrs["slice_spec"]].shape
-    except IndexError as e:
-        raise ValueError(f"Index out of range using input dim of shape {x._shape} in '{name}' (op: "
-                         f"'StridedSlice'): {e}") from None
-    return [(x._dtype.base_dtype, TensorShape(out_shape))]
+    spec = list(attrs["slice_spec"])
+    consumed = sum(1 for k in spec if k is not None and k is not Ellipsis)
+    if Ellipsis in spec:
+        at = spec.index(Ellipsis)
+        spec[at:at + 1] = [slice(None)] * (len(dims) - consumed)
+    spec += [slice(None)] * (len(dims) - sum(1 for k in spec if k is not None))
+    out, axis = [], 0
+    for k in spec:
+        if k is None:
+            out.append(1)
+            continue
+        if axis >= len(dims):
+            raise ValueError(f"Index out of range using input dim {axis}; input has only {len(dims)} dims for "
+                             f"'{name}' (op: 'StridedSlice')")
+        d = dims[axis]
+        if isinstance(k, slice):
+            out.append(None if d is None else len(range(*k.indices(d))))
+        elif d is not None and not -d <= int(k) < d:
+            raise ValueError(f"slice index {int(k)} of dimension {axis} out of bounds for '{name}' (op: "
+                             f"'StridedSlice') with input shape {dims_text(dims)}")
+        axis += 1
+    return [(x._dtype.base_dtype, TensorShape(out))]
 
 
 register_op("StridedSlice", _slice_infer, is_view=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import register_tensor_conversion_function
+from adplace.framework.graph import Tensor, convert_to_tensor, register_tensor_conversion_function
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape
 from adplace.ops.op_builder import apply_op_1
@@ -23,6 +23,9 @@ def _default_dtype(value: np.ndarray) -> _dtypes.DType:
 
 
 def _to_numpy(value, dtype: _dtypes.DType | None) -> np.ndarray:
+    if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
+        raise TypeError(f"Failed to convert object of type {type(value)} to a constant: {value!r} is symbolic. "
+                        "Use tf.identity (or tf.stack for a list of tensors) instead of tf.constant.")
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         array = np.asarray(value)
         dtype = dtype or _default_dtype(array)
@@ -43,7 +46,7 @@ def _to_numpy(value, dtype: _dtypes.DType | None) -> np.ndarray:
     if dtype.is_bool and array.dtype.kind not in "b":
         raise TypeError(f"Expected bool, got {value!r} of type '{type(value).__name__}' instead.")
     if dtype is _dtypes.string:
-        return np.asarray(array, dtype=object)
+        return _dtypes.string_array(value)
     if array.dtype.kind in "USO" and dtype is not _dtypes.string:
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
     return np.array(array, dtype=dtype.as_numpy_dtype)  # a copy: the Const owns it and freezes it
@@ -57,7 +60,8 @@ def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: b
     """
     dtype = None if dtype is None else _dtypes.as_dtype(dtype).base_dtype
     array = _to_numpy(value, dtype)
-    dtype = dtype or _dtypes.as_dtype(array.dtype) if array.dtype != object else _dtypes.string
+    if dtype is None:
+        dtype = _dtypes.string if array.dtype == object else _dtypes.as_dtype(array.dtype)
     if shape is not None:
         shape = [int(d) for d in (TensorShape(shape).as_list())]
         needed = int(np.prod(shape, dtype=np.int64))
@@ -76,7 +80,18 @@ def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: b
     return apply_op_1("Const", [], {"value": array, "dtype": dtype}, name=name)
 
 
+def _contains_tensor(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_contains_tensor(v) for v in value)
+    return isinstance(value, Tensor) or hasattr(value, "_as_graph_element")
+
+
 def _constant_conversion(value, dtype=None, name=None, as_ref=False):
+    """Python/NumPy values become a Const; a list holding tensors is packed with tf.stack, as TF1 does."""
+    if isinstance(value, (list, tuple)) and _contains_tensor(value):
+        from adplace.ops import array_ops  # array_ops builds on this module
+        return array_ops.stack([_constant_conversion(v, dtype) if isinstance(v, (list, tuple)) else
+                                convert_to_tensor(v, dtype=dtype) for v in value], name=name or "packed")
     return constant(value, dtype=dtype, name=name or "Const")
 
 

@@ -44,24 +44,24 @@ def _unary(op_type: str, x, name: str | None) -> Tensor:
     return apply_op_1(op_type, [x], {"T": x.dtype.base_dtype}, name=name or op_type)
 
 
-def negative(x, name=None): return _unary("Neg", x, name)  # noqa: E704
-def abs(x, name=None): return _unary("Abs", x, name)  # noqa: E704,A001 - TF's public name
-def sign(x, name=None): return _unary("Sign", x, name)  # noqa: E704
-def square(x, name=None): return _unary("Square", x, name)  # noqa: E704
-def sqrt(x, name=None): return _unary("Sqrt", x, name)  # noqa: E704
-def rsqrt(x, name=None): return _unary("Rsqrt", x, name)  # noqa: E704
-def reciprocal(x, name=None): return _unary("Reciprocal", x, name)  # noqa: E704
-def exp(x, name=None): return _unary("Exp", x, name)  # noqa: E704
-def log(x, name=None): return _unary("Log", x, name)  # noqa: E704
-def log1p(x, name=None): return _unary("Log1p", x, name)  # noqa: E704
-def sin(x, name=None): return _unary("Sin", x, name)  # noqa: E704
-def cos(x, name=None): return _unary("Cos", x, name)  # noqa: E704
-def tan(x, name=None): return _unary("Tan", x, name)  # noqa: E704
-def tanh(x, name=None): return _unary("Tanh", x, name)  # noqa: E704
-def sigmoid(x, name=None): return _unary("Sigmoid", x, name)  # noqa: E704
-def relu(features, name=None): return _unary("Relu", features, name)  # noqa: E704
-def floor(x, name=None): return _unary("Floor", x, name)  # noqa: E704
-def ceil(x, name=None): return _unary("Ceil", x, name)  # noqa: E704
+def negative(x, name: str | None = None) -> Tensor: return _unary("Neg", x, name)  # noqa: E704
+def abs(x, name: str | None = None) -> Tensor: return _unary("Abs", x, name)  # noqa: E704,A001 - TF's public name
+def sign(x, name: str | None = None) -> Tensor: return _unary("Sign", x, name)  # noqa: E704
+def square(x, name: str | None = None) -> Tensor: return _unary("Square", x, name)  # noqa: E704
+def sqrt(x, name: str | None = None) -> Tensor: return _unary("Sqrt", x, name)  # noqa: E704
+def rsqrt(x, name: str | None = None) -> Tensor: return _unary("Rsqrt", x, name)  # noqa: E704
+def reciprocal(x, name: str | None = None) -> Tensor: return _unary("Reciprocal", x, name)  # noqa: E704
+def exp(x, name: str | None = None) -> Tensor: return _unary("Exp", x, name)  # noqa: E704
+def log(x, name: str | None = None) -> Tensor: return _unary("Log", x, name)  # noqa: E704
+def log1p(x, name: str | None = None) -> Tensor: return _unary("Log1p", x, name)  # noqa: E704
+def sin(x, name: str | None = None) -> Tensor: return _unary("Sin", x, name)  # noqa: E704
+def cos(x, name: str | None = None) -> Tensor: return _unary("Cos", x, name)  # noqa: E704
+def tan(x, name: str | None = None) -> Tensor: return _unary("Tan", x, name)  # noqa: E704
+def tanh(x, name: str | None = None) -> Tensor: return _unary("Tanh", x, name)  # noqa: E704
+def sigmoid(x, name: str | None = None) -> Tensor: return _unary("Sigmoid", x, name)  # noqa: E704
+def relu(features, name: str | None = None) -> Tensor: return _unary("Relu", features, name)  # noqa: E704
+def floor(x, name: str | None = None) -> Tensor: return _unary("Floor", x, name)  # noqa: E704
+def ceil(x, name: str | None = None) -> Tensor: return _unary("Ceil", x, name)  # noqa: E704
 
 
 # --- binary (broadcasting) -------------------------------------------------------------------------------------
@@ -105,24 +105,24 @@ def _convert_like(value, other: Tensor, name: str) -> Tensor:
     return convert_to_tensor(value, dtype=other.dtype.base_dtype, name=name)
 
 
-def add(x, y, name=None): return _binary("Add", x, y, name)  # noqa: E704
-def subtract(x, y, name=None): return _binary("Sub", x, y, name)  # noqa: E704
-def multiply(x, y, name=None): return _binary("Mul", x, y, name)  # noqa: E704
-def maximum(x, y, name=None): return _binary("Maximum", x, y, name)  # noqa: E704
-def minimum(x, y, name=None): return _binary("Minimum", x, y, name)  # noqa: E704
-def pow(x, y, name=None): return _binary("Pow", x, y, name)  # noqa: E704,A001
-def floordiv(x, y, name=None): return _binary("FloorDiv", x, y, name, "floordiv")  # noqa: E704
-def floormod(x, y, name=None): return _binary("FloorMod", x, y, name, "mod")  # noqa: E704
-def squared_difference(x, y, name=None): return _binary("SquaredDifference", x, y, name)  # noqa: E704
-def less(x, y, name=None): return _binary("Less", x, y, name)  # noqa: E704
-def less_equal(x, y, name=None): return _binary("LessEqual", x, y, name)  # noqa: E704
-def greater(x, y, name=None): return _binary("Greater", x, y, name)  # noqa: E704
-def greater_equal(x, y, name=None): return _binary("GreaterEqual", x, y, name)  # noqa: E704
-def equal(x, y, name=None): return _binary("Equal", x, y, name)  # noqa: E704
-def not_equal(x, y, name=None): return _binary("NotEqual", x, y, name)  # noqa: E704
+def add(x, y, name: str | None = None) -> Tensor: return _binary("Add", x, y, name)  # noqa: E704
+def subtract(x, y, name: str | None = None) -> Tensor: return _binary("Sub", x, y, name)  # noqa: E704
+def multiply(x, y, name: str | None = None) -> Tensor: return _binary("Mul", x, y, name)  # noqa: E704
+def maximum(x, y, name: str | None = None) -> Tensor: return _binary("Maximum", x, y, name)  # noqa: E704
+def minimum(x, y, name: str | None = None) -> Tensor: return _binary("Minimum", x, y, name)  # noqa: E704
+def pow(x, y, name: str | None = None) -> Tensor: return _binary("Pow", x, y, name)  # noqa: E704,A001
+def floordiv(x, y, name: str | None = None) -> Tensor: return _binary("FloorDiv", x, y, name, "floordiv")  # noqa: E704
+def floormod(x, y, name: str | None = None) -> Tensor: return _binary("FloorMod", x, y, name, "mod")  # noqa: E704
+def squared_difference(x, y, name: str | None = None) -> Tensor: return _binary("SquaredDifference", x, y, name)  # noqa: E704
+def less(x, y, name: str | None = None) -> Tensor: return _binary("Less", x, y, name)  # noqa: E704
+def less_equal(x, y, name: str | None = None) -> Tensor: return _binary("LessEqual", x, y, name)  # noqa: E704
+def greater(x, y, name: str | None = None) -> Tensor: return _binary("Greater", x, y, name)  # noqa: E704
+def greater_equal(x, y, name: str | None = None) -> Tensor: return _binary("GreaterEqual", x, y, name)  # noqa: E704
+def equal(x, y, name: str | None = None) -> Tensor: return _binary("Equal", x, y, name)  # noqa: E704
+def not_equal(x, y, name: str | None = None) -> Tensor: return _binary("NotEqual", x, y, name)  # noqa: E704
 
 
-def truediv(x, y, name=None) -> Tensor:
+def truediv(x, y, name: str | None = None) -> Tensor:
     """x / y; integer inputs are cast to floating point first, as in TF (int32 -> float64)."""
     with name_scope(name, "truediv", [x, y]) as scope:
         x = convert_to_tensor(x, name="x")
@@ -133,7 +133,16 @@ def truediv(x, y, name=None) -> Tensor:
         return apply_op_1("RealDiv", [x, y], {"T": x.dtype.base_dtype}, name=scope)
 
 
-divide = div = truediv
+divide = truediv
+
+
+def div(x, y, name: str | None = None) -> Tensor:
+    """TF1's Python-2 division: floor division for integers, true division for floats (tf.div)."""
+    with name_scope(name, "div", [x, y]) as scope:
+        x = convert_to_tensor(x, name="x")
+        y = _convert_like(y, x, "y")
+        op_type = "FloorDiv" if x.dtype.is_integer else "RealDiv"
+        return apply_op_1(op_type, [x, y], {"T": x.dtype.base_dtype}, name=scope)
 
 
 # --- MatMul ---------------------------------------------------------------------------------------------------
@@ -158,12 +167,41 @@ def _matmul_infer(inputs, attrs, name):
 register_op("MatMul", _matmul_infer)
 
 
+def _batch_matmul_infer(inputs, attrs, name):
+    a, b = inputs
+    dtype = check_same_dtype("BatchMatMulV2", inputs, ("x", "y"))
+    check_dtype("BatchMatMulV2", "x", dtype, FLOAT_COMPLEX | {_dtypes.int32, _dtypes.int64})
+    da, db = a._shape.as_tuple(), b._shape.as_tuple()
+    if da is None or db is None:
+        return [(dtype, unknown_shape())]
+    if len(da) < 2 or len(db) < 2:
+        raise ValueError(f"Shape must be at least rank 2 for '{name}' (op: 'BatchMatMulV2') with input shapes: "
+                         f"{shapes_text(inputs)}.")
+    m, ka = (da[-1], da[-2]) if attrs["adj_x"] else (da[-2], da[-1])
+    kb, n = (db[-1], db[-2]) if attrs["adj_y"] else (db[-2], db[-1])
+    if ka is not None and kb is not None and ka != kb:
+        raise ValueError(f"Dimensions must be equal, but are {ka} and {kb} for '{name}' (op: 'BatchMatMulV2') "
+                         f"with input shapes: {shapes_text(inputs)}.")
+    batch = broadcast_dims(da[:-2], db[:-2], name, "BatchMatMulV2", inputs)
+    return [(dtype, TensorShape(batch + (m, n)))]
+
+
+register_op("BatchMatMulV2", _batch_matmul_infer)
+
+
 def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None) -> Tensor:
-    """Matrix product of rank-2 tensors, with optional transposes (tf.matmul)."""
-    a = convert_to_tensor(a, name="a")
-    b = _convert_like(b, a, "b")
-    return apply_op_1("MatMul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
-                                         "T": a.dtype.base_dtype}, name=name or "MatMul")
+    """Matrix product with optional transposes (tf.matmul); rank > 2 multiplies batches of matrices
+    (BatchMatMulV2, batch dims broadcast)."""
+    with name_scope(name, "MatMul", [a, b]) as scope:
+        a = convert_to_tensor(a, name="a")
+        b = _convert_like(b, a, "b")
+        ranks = (a.shape.ndims, b.shape.ndims)
+        if None not in ranks and max(ranks) <= 2:  # TF1's rule: unknown rank or rank > 2 -> BatchMatMulV2
+            return apply_op_1("MatMul", [a, b], {"transpose_a": bool(transpose_a),
+                                                 "transpose_b": bool(transpose_b), "T": a.dtype.base_dtype},
+                              name=scope)
+        return apply_op_1("BatchMatMulV2", [a, b], {"adj_x": bool(transpose_a), "adj_y": bool(transpose_b),
+                                                    "T": a.dtype.base_dtype}, name=scope)
 
 
 # --- reductions -------------------------------------------------------------------------------------------------
@@ -302,11 +340,10 @@ def _install_operators() -> None:
             return _binary(_t, other, self, None, _s)
         setattr(Tensor, f"__{dunder}__", forward)
         setattr(Tensor, f"__r{dunder}__", reverse)
-    Tensor.__truediv__ = lambda self, other: truediv(self, other)
-    Tensor.__rtruediv__ = lambda self, other: truediv(other, self)
-    Tensor.__div__, Tensor.__rdiv__ = Tensor.__truediv__, Tensor.__rtruediv__
     Tensor.__matmul__ = lambda self, other: matmul(self, other, name="matmul")
     Tensor.__rmatmul__ = lambda self, other: matmul(other, self, name="matmul")
+    Tensor.__truediv__ = lambda self, other: truediv(self, other)
+    Tensor.__rtruediv__ = lambda self, other: truediv(other, self)
     Tensor.__neg__ = lambda self: negative(self, name="Neg")
     Tensor.__abs__ = lambda self: abs(self, name="Abs")
     Tensor.__lt__ = lambda self, other: _binary("Less", self, other, None)

@@ -118,5 +118,10 @@ def to_tensors(values, dtype=None, arg_name: str = "values") -> list[Tensor]:
 
 
 def int_const(value, name: str) -> Tensor:
-    """An int32 Const for axes, shapes and permutations (their own ops, as in TF)."""
+    """An int32 tensor for axes, shapes and permutations: a Const, or the tf.stack of a list holding tensors
+    (`tf.reshape(x, [tf.shape(x)[0], -1])`); a Tensor is used as it is."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+        return convert_to_tensor(list(value), dtype=_dtypes.int32, name=name)
     return convert_to_tensor(np.asarray(value, dtype=np.int32), name=name)

@@ -8,9 +8,9 @@ from adplace.ops import math_ops
 from adplace.ops.op_builder import apply_op_1, check_dtype, int_const, shape_from_tensor
 
 
-def _random_infer(op_type: str):
+def _random_infer(op_type: str, allowed=_dtypes.FLOATING):
     def infer(inputs, attrs, name):
-        check_dtype(op_type, "dtype", attrs["dtype"], _dtypes.FLOATING)
+        check_dtype(op_type, "dtype", attrs["dtype"], allowed)
         return [(attrs["dtype"], shape_from_tensor(inputs[0]))]
     return infer
 
@@ -19,19 +19,16 @@ for _op_type in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal"):
     register_op(_op_type, _random_infer(_op_type), is_stateful=True)
 
 
-def _random(op_type: str, shape, dtype, seed) -> Tensor:
-    shape_t = shape if isinstance(shape, Tensor) else int_const(list(shape), name="shape")
+def _random(op_type: str, shape, dtype, seed, extra_inputs=(), name: str | None = None) -> Tensor:
+    """A random op with TF's seed pair (graph seed, op seed) in its attrs."""
     seed1, seed2 = get_seed(seed)
-    return apply_op_1(op_type, [shape_t], {"dtype": _dtypes.as_dtype(dtype).base_dtype, "seed": seed1 or 0,
-                                           "seed2": seed2 or 0}, name=op_type)
+    dtype = _dtypes.as_dtype(dtype).base_dtype
+    attrs = {"dtype": dtype, "T": dtype, "Tout": dtype, "seed": seed1 or 0, "seed2": seed2 or 0}
+    return apply_op_1(op_type, [int_const(shape, name="shape"), *extra_inputs], attrs, name=name or op_type)
 
 
-def _uniform_int_infer(inputs, attrs, name):
-    check_dtype("RandomUniformInt", "Tout", attrs["Tout"], {_dtypes.int32, _dtypes.int64})
-    return [(attrs["Tout"], shape_from_tensor(inputs[0]))]
-
-
-register_op("RandomUniformInt", _uniform_int_infer, is_stateful=True)
+register_op("RandomUniformInt", _random_infer("RandomUniformInt", {_dtypes.int32, _dtypes.int64}),
+            is_stateful=True)
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=None, name: str | None = None):
@@ -41,12 +38,9 @@ def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=Non
         if maxval is None:
             raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
         with name_scope(name, "random_uniform") as scope:
-            shape_t = shape if isinstance(shape, Tensor) else int_const(list(shape), name="shape")
-            lo = convert_to_tensor(minval, dtype=dtype, name="min")
-            hi = convert_to_tensor(maxval, dtype=dtype, name="max")
-            seed1, seed2 = get_seed(seed)
-            return apply_op_1("RandomUniformInt", [shape_t, lo, hi], {"Tout": dtype, "T": dtype, "seed": seed1 or 0,
-                                                                    "seed2": seed2 or 0}, name=scope)
+            bounds = (convert_to_tensor(minval, dtype=dtype, name="min"),
+                      convert_to_tensor(maxval, dtype=dtype, name="max"))
+            return _random("RandomUniformInt", shape, dtype, seed, bounds, name=scope)
     with name_scope(name, "random_uniform") as scope:
         minval = convert_to_tensor(minval, dtype=dtype, name="min")
         maxval = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")

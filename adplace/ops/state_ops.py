@@ -5,7 +5,7 @@ A reference edge (VariableV2 -> Assign) forces both ends onto one device, as in 
 from __future__ import annotations
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import Tensor, convert_to_tensor
+from adplace.framework.graph import Tensor, convert_to_tensor, name_scope
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape
 from adplace.ops.op_builder import SCALAR, apply_op_1, shapes_text
@@ -54,9 +54,10 @@ def _ref(ref):
 
 def _assign_op(op_type: str, ref, value, use_locking, name, validate_shape=True) -> Tensor:
     ref = _ref(ref)
-    value = convert_to_tensor(value, dtype=ref.dtype.base_dtype, name="value")
-    return apply_op_1(op_type, [ref, value], {"T": ref.dtype.base_dtype, "use_locking": bool(use_locking),
-                                              "validate_shape": bool(validate_shape)}, name=name or op_type)
+    with name_scope(name, op_type, [ref]) as scope:
+        value = convert_to_tensor(value, dtype=ref.dtype.base_dtype, name="value")
+        return apply_op_1(op_type, [ref, value], {"T": ref.dtype.base_dtype, "use_locking": bool(use_locking),
+                                                  "validate_shape": bool(validate_shape)}, name=scope)
 
 
 def assign(ref, value, validate_shape: bool | None = None, use_locking: bool | None = None,

@@ -35,10 +35,14 @@ class Variable:
         self._trainable = trainable
         self._constraint = constraint
         dtype = None if dtype is None else _dtypes.as_dtype(dtype)
-        with name_scope(name, "Variable") as scope:
+        graph = get_default_graph()
+        with graph.control_dependencies(None), name_scope(name, "Variable") as scope:  # TF's init_scope
             if callable(initial_value):
-                with name_scope("Initializer"):
-                    initial_value = initial_value()
+                first_new_op = len(graph._ops)
+                with name_scope("Initializer"), graph.device(None):
+                    initial_value = convert_to_tensor(initial_value(), dtype=dtype)
+                for op in graph._ops[first_new_op:]:  # joins the variable's colocation group, as in TF
+                    op._colocation = (b"loc:@" + scope[:-1].encode(),)
             self._initial_value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
             value_shape = self._initial_value.shape if validate_shape else as_shape(None)
             if shape is not None:
@@ -105,6 +109,9 @@ class Variable:
         """Assign `value` directly (tf.Variable.load), through the initializer's feed."""
         session = _session_for(self.graph, session, "load variable")
         session.run(self._initializer_op, {self._initial_value: np.asarray(value)})
+
+    def __iter__(self):
+        raise TypeError(f"'Variable' object is not iterable ({self.name}); index it or use tf.unstack.")
 
     def __repr__(self) -> str:
         return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"

@@ -8,13 +8,13 @@ large plans run in a tight interpreter loop, and switch to straight-line code on
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable, NamedTuple
 
 import numpy as np
 
-from adplace.framework import errors
 from adplace.framework.registry import kernel_factory
-from adplace.framework.tensor_shape import dims_text
+from adplace.kernels.cpu import unfed_placeholder_error
 
 CODEGEN_MAX_STEPS = 20000  # larger plans stay interpreted: compiling a million-line function costs seconds
 TIER_UP_AFTER_RUNS = 2     # interpreted runs before a plan is compiled to straight-line code
@@ -100,11 +100,13 @@ class Plan:
         self.fn = self._interpreter() if len(self.kernels) > 64 else self._compile()
         return self
 
+    def step(self, index: int) -> Step:
+        return Step(self.kernels[index], _as_tuple(self.ins[index]), _as_tuple(self.outs[index]),
+                    _as_tuple(self.frees[index]), self.ops[index], self.devices[index], self._transfer_at.get(index))
+
     @property
     def steps(self) -> list[Step]:
-        return [Step(kernel, _as_tuple(ins), _as_tuple(outs), _as_tuple(frees), op, device, self._transfer_at.get(i))
-                for i, (kernel, ins, outs, frees, op, device) in
-                enumerate(zip(self.kernels, self.ins, self.outs, self.frees, self.ops, self.devices))]
+        return [self.step(i) for i in range(len(self.kernels))]
 
     @property
     def is_compiled(self) -> bool:
@@ -181,9 +183,9 @@ class Plan:
             frame = tb.tb_frame
             if frame.f_code is self._code:
                 index = tb.tb_lineno - self._first_line
-                return self.steps[index] if 0 <= index < len(self.kernels) else None
+                return self.step(index) if 0 <= index < len(self.kernels) else None
             if frame.f_code.co_name == "run" and frame.f_locals.get("program", (None,))[0] is self.kernels:
-                return self.steps[frame.f_locals["index"]]
+                return self.step(frame.f_locals["index"])
             tb = tb.tb_next
         return None
 
@@ -203,6 +205,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     copies: dict[tuple[int, object], int] = {}
     has_writes = False
     kernel_for = ctx.kernel
+    fetched = {e for e in fetch_elements if hasattr(e, "_value_index")}
 
     def add_step(kernel, in_slots, out_slots, op, device) -> None:
         kernels.append(kernel)
@@ -220,13 +223,13 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             has_writes = has_writes or op._op_def.is_stateful
         in_slots = []
         for t in inputs:
-            if t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
+            if fed and t in fed_slot:
+                slot = fed_slot[t]
+            elif t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
                 var_device = device_of[t._op._id]
                 add_step(kernel_for(t._op, var_device), (), len(where), t._op, var_device)
                 where.append(var_device)
                 slot = len(where) - 1
-            elif fed and t in fed_slot:
-                slot = fed_slot[t]
             else:
                 slot = first_slot[t._op._id] + t._value_index
             if where[slot] is not device:
@@ -240,6 +243,9 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             in_slots.append(slot)
         n_out = len(op._outputs)
         first_slot[op._id] = len(where)
+        if n_out == 1 and outputs_ref(op) and op._outputs[0] not in fetched:
+            where.append(device)  # a variable run as a target (tf.group(v.op)) outputs a reference: nothing runs
+            continue
         add_step(kernel_for(op, device), in_slots[0] if len(in_slots) == 1 else tuple(in_slots),
                  len(where) if n_out == 1 else tuple(range(len(where), len(where) + n_out)), op, device)
         where.extend([device] * n_out)
@@ -256,12 +262,17 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     return plan.finish()
 
 
+def outputs_ref(op) -> bool:
+    """Whether op is a variable (its only output is the variable by reference)."""
+    return not op._inputs and op._outputs[0]._dtype._is_ref
+
+
 def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
     """The ops the fetches need, in creation (= topological) order, not crossing fed tensors or reference edges.
 
-    A stateless read of a variable (its `read` Identity) is moved to just before its first consumer, so it never
-    sees a value older than the ops ordered before that consumer: `tf.identity(v)` under
-    `control_dependencies([assign])` sees the assignment, as TF1 users expect. An unfed Placeholder among the
+    A stateless read of a variable (its `read` Identity) is moved to just before its first consumer: TF reads a
+    reference when the reading op runs, so `tf.identity(v)` under `control_dependencies([assign])` sees the
+    assignment. Consumers sharing one read see one snapshot, as they share TF's single `read` node. An unfed Placeholder among the
     needed ops is an error, raised before anything runs.
     """
     needed = bytearray(len(ops))
@@ -292,10 +303,7 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
         else:
             ids.append(op._id)
         if op._type == "Placeholder" and any(t not in fed for t in op._outputs):
-            raise errors.InvalidArgumentError(
-                None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}\n\t "
-                f"[[{{{{node {op.name}}}}}]]")
+            raise unfed_placeholder_error(op)
     sunk: dict[int, list] = {}
     for op in sorted(reads, key=_op_id):
         users = [c._id for c in op._consumers + op._control_outputs if needed[c._id]]
@@ -351,8 +359,7 @@ class KernelContext:
         self._cells: dict[int, VariableCell] = {}
         self._rngs: dict[int, np.random.Generator] = {}
         self._kernels: list = []        # op id -> kernel (a list: graphs reach millions of ops)
-        self._factories: dict[tuple[str, str], Callable] = {}
-        self.journal: list = []
+        self._steps = threading.local()  # one journal per thread: concurrent steps never undo each other
 
     def variable(self, op) -> VariableCell:
         cell = self._cells.get(op._id)
@@ -375,14 +382,25 @@ class KernelContext:
             kernels.extend([None] * (len(op._graph._ops) - len(kernels)))
         kernel = kernels[op._id]
         if kernel is None:
-            key = (op._type, device.device_type)
-            factory = self._factories.get(key) or self._factories.setdefault(key, kernel_factory(*key))
-            kernel = kernels[op._id] = factory(op, self)
+            kernel = kernels[op._id] = kernel_factory(op._type, device.device_type)(op, self)
         return kernel
 
+    @property
+    def journal(self) -> list:
+        """This thread's undo journal: (cell, old value) for each variable write of the running step."""
+        journal = getattr(self._steps, "journal", None)
+        if journal is None:
+            journal = self._steps.journal = []
+        return journal
+
+    def begin_step(self) -> None:
+        self._steps.journal = []
+
+    def commit(self) -> None:
+        self._steps.journal = []
+
     def rollback(self) -> None:
-        """Undo every variable write journaled since the last commit, newest first."""
-        journal = self.journal
-        for cell, old in reversed(journal):
+        """Undo every variable write of this thread's step, newest first."""
+        for cell, old in reversed(self._steps.journal):
             cell.value = old
-        journal.clear()
+        self._steps.journal = []

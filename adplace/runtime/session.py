@@ -11,22 +11,24 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
+import logging
 from typing import Callable
 
 import numpy as np
 
 from adplace import devices as _devices
+from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
 from adplace.framework.graph import Operation, Tensor, default_session, get_default_graph
 from adplace.placement import PlacementTable, Placer
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
-from adplace.runtime.options import ConfigProto
+from adplace.runtime.options import ConfigProto, RunMetadata, RunOptions
 
 _DeviceAttributes = collections.namedtuple("_DeviceAttributes",
                                            ["name", "device_type", "memory_limit_bytes", "incarnation"])
 
-_KERNEL_ERRORS = (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, OverflowError,
-                  KeyError, AttributeError)
+_KERNEL_ERRORS = (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, OverflowError)
+_log = logging.getLogger("adplace")
 
 
 def _silent_floating_point() -> tuple[Callable, Callable]:
@@ -82,6 +84,9 @@ class _FetchMapper:
             return lambda values: kind(b(values) for b in builders)
         if isinstance(fetch, dict):
             keys, builders = list(fetch), [self._parse(graph, f) for f in fetch.values()]
+            if isinstance(fetch, collections.defaultdict):
+                kind, factory = type(fetch), fetch.default_factory
+                return lambda values: _filled(kind(factory), keys, builders, values)
             kind = type(fetch)
             return lambda values: kind(zip(keys, (b(values) for b in builders)))
         try:
@@ -104,6 +109,12 @@ class _FetchMapper:
         return self._build(flat)
 
 
+def _filled(mapping: dict, keys: list, builders: list, values: list) -> dict:
+    for key, build in zip(keys, builders):
+        mapping[key] = build(values)
+    return mapping
+
+
 def _structure_key(fetches):
     """A hashable key for a fetch structure: the same structure of the same elements gives the same key."""
     if isinstance(fetches, (list, tuple)):
@@ -124,23 +135,31 @@ class _CompiledRun:
 
 def _feed_converter(tensor: Tensor) -> Callable:
     """A function turning a fed value into an owned array of the tensor's dtype, checking its static shape."""
-    np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
+    dtype = tensor.dtype.base_dtype
+    np_dtype = dtype.as_numpy_dtype
     static = tensor.shape
     name = tensor.name
-    checks_shape = static.ndims is not None
+    dims = static.as_tuple()
+    rank = None if dims is None else len(dims)
+    known = tuple((i, d) for i, d in enumerate(dims or ()) if d is not None)  # checked without building shapes
+    is_string = dtype is _dtypes.string
 
     def convert(value):
         if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
             raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                             f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. Feeding {name}.")
         try:
-            array = np.array(value, dtype=np_dtype)
+            array = _dtypes.string_array(value) if is_string else np.array(value, dtype=np_dtype)
+        except OverflowError as e:  # TF: "Type of feed value ... is not compatible with Tensor type"
+            raise TypeError(f"Type of feed value {value!r} is not compatible with Tensor '{name}' of type "
+                            f"{dtype.name} ({e}). Try a larger type (e.g. int64).") from None
         except (TypeError, ValueError) as e:
-            raise ValueError(f"Cannot feed value {value!r} for Tensor '{name}' of dtype "
-                             f"{tensor.dtype.base_dtype.name}: {e}") from None
-        if checks_shape and not static.is_compatible_with(array.shape):
-            raise ValueError(f"Cannot feed value of shape {array.shape!r} for Tensor '{name}', which has shape "
-                             f"'{static}'")
+            raise type(e)(f"Cannot feed value {value!r} for Tensor '{name}' of dtype {dtype.name}: {e}") from None
+        if rank is not None:
+            shape = array.shape
+            if len(shape) != rank or any(shape[i] != d for i, d in known):
+                raise ValueError(f"Cannot feed value of shape {shape!r} for Tensor '{name}', which has shape "
+                                 f"'{static}'")
         return array
     return convert
 
@@ -165,11 +184,11 @@ class BaseSession:
         self._runs: dict = {}
         self.transfers_executed = 0
         self._default_ctx = None
+        self._warned_options = False
         if self._config.log_device_placement:
             self._print_device_mapping()
 
     graph = property(lambda self: self._graph)
-    graph_def = property(lambda self: self._graph)
     sess_str = property(lambda self: "")
 
     def _print_device_mapping(self) -> None:
@@ -222,28 +241,46 @@ class BaseSession:
                 self._runs[key] = compiled
         elif len(self._placement.device_by_op_id) != len(self._graph._ops):
             self._place()  # TF places a grown graph on the next run: errors and log lines for new ops surface now
+        if options is not None or run_metadata is not None:
+            self._check_run_options(options, run_metadata)
         feeds = [convert(value) for convert, value in zip(compiled.feed_converters, feed_dict.values())] \
             if feed_dict else ()
-        return compiled.build(self._execute(compiled.plan, feeds))
+        return self._execute(compiled.plan, feeds, compiled.build)
 
-    def _execute(self, plan: Plan, feeds) -> list:
+    def _execute(self, plan: Plan, feeds, build: Callable):
+        """Run a plan and build the fetch structure; on any failure every variable write of the step is undone."""
         ctx = self._ctx
+        if plan.has_writes:
+            ctx.begin_step()
         silent = _enter_silent()
         try:
-            flat = plan.fn(feeds)
+            result = build(plan.fn(feeds))
         except BaseException as exc:
             if plan.has_writes:
                 ctx.rollback()
-            raise self._op_error(plan, exc) from exc
+            wrapped = self._op_error(plan, exc)
+            if wrapped is exc:
+                raise
+            raise wrapped from exc
         finally:
             _exit_silent(silent)
         if plan.has_writes:
-            ctx.journal.clear()
+            ctx.commit()
         self.transfers_executed += plan.num_transfers
         plan.runs += 1
         if plan.runs == TIER_UP_AFTER_RUNS:
             plan.tier_up()
-        return flat
+        return result
+
+    def _check_run_options(self, options, run_metadata) -> None:
+        if options is not None and not isinstance(options, RunOptions):
+            raise TypeError(f"options must be a tf.RunOptions, got {type(options).__name__}")
+        if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
+            raise TypeError(f"run_metadata must be a tf.RunMetadata, got {type(run_metadata).__name__}")
+        if options is not None and (options.trace_level or options.timeout_in_ms) and not self._warned_options:
+            self._warned_options = True
+            _log.warning("RunOptions.trace_level and timeout_in_ms are accepted but not acted on yet: step stats "
+                         "and deadlines come with adplace's tracing executor.")
 
     def _compile(self, fetches, feed_dict) -> _CompiledRun:
         if not self._graph._ops:
@@ -277,7 +314,7 @@ class BaseSession:
             self._check_open()
             if len(feed_args) != len(converters):
                 raise ValueError(f"Expected {len(converters)} feed values, got {len(feed_args)}")
-            return build(execute(compiled.plan, [c(v) for c, v in zip(converters, feed_args)]))
+            return execute(compiled.plan, [c(v) for c, v in zip(converters, feed_args)], build)
         return callable_fn
 
     def _op_error(self, plan: Plan, exc: BaseException) -> BaseException:

@@ -23,8 +23,8 @@ def assign_to_device(device: str, ps_device: str = "/device:CPU:0") -> Callable:
     It accepts an Operation or a NodeDef, as ADCME's Julia closure does.
     """
     def _assign(op):
-        node_def = op if isinstance(op, NodeDef) else op.node_def
-        return ps_device if node_def.op in PS_OPS else device
+        op_type = op.op if isinstance(op, NodeDef) else op.type
+        return ps_device if op_type in PS_OPS else device
     return _assign
 
 
@@ -73,8 +73,8 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps", worker_
         if not merge_devices and op.device:
             return op.device
         current = DeviceSpec.from_string(op.device or "")
-        node_def = op if isinstance(op, NodeDef) else op.node_def
-        if ps_spec is not None and node_def.op in ps_ops:
+        op_type = op.op if isinstance(op, NodeDef) else op.type
+        if ps_spec is not None and op_type in ps_ops:
             spec = ps_spec
             if spec.job and (current.job is None or current.job == spec.job):
                 spec = spec.replace(task=ps_strategy(op))

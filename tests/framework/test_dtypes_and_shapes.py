@@ -233,3 +233,11 @@ def test_tensor_shape_from_dimension_objects_and_int():
     assert tf.TensorShape([tf.Dimension(3), tf.Dimension(None)]).as_list() == [3, None]
     assert tf.TensorShape(5).as_list() == [5]
     assert tf.TensorShape(tf.TensorShape([1, 2])).as_list() == [1, 2]
+
+
+def test_tf1_dtype_aliases_and_equality():
+    assert tf.placeholder("float", [None, 3]).dtype is tf.float32
+    assert tf.as_dtype("double") is tf.float64 and tf.as_dtype("half") is tf.float16
+    assert tf.float32 == "float32" and tf.float32 == np.float32 and tf.float32 != tf.float64
+    assert not (tf.float32 == object()) and tf.float32 != "no such type"
+    assert len({tf.float32, tf.float32}) == 1

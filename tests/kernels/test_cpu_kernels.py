@@ -135,7 +135,7 @@ def test_matmul_kernel_transposes(ta, tb):
 
 
 def test_matmul_kernel_size_mismatch_raises_invalid_argument():
-    p = tf.placeholder(tf.float64)
+    p = tf.placeholder(tf.float64, [None, None])
     fn = kernel_for(tf.matmul(p, p))
     with pytest.raises(tf.errors.InvalidArgumentError, match="Matrix size-incompatible: In\\[0\\]: \\[2,3\\], "
                                                              "In\\[1\\]: \\[2,3\\]"):
@@ -155,12 +155,13 @@ def test_reduction_kernels_keep_dtype_and_truncate_int_mean():
     np.testing.assert_allclose(out, [[4.0, 6.0]])
 
 
-def test_max_of_empty_tensor_raises_invalid_argument():
+def test_max_and_min_of_empty_tensors_give_the_reduction_identity():
     p = tf.placeholder(tf.float32, shape=[None])
-    y = tf.reduce_max(p, axis=0)
+    i = tf.placeholder(tf.int32, shape=[None])
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError, match="empty"):
-            sess.run(y, {p: np.zeros(0, np.float32)})
+        out = sess.run([tf.reduce_max(p), tf.reduce_min(p), tf.reduce_max(i), tf.reduce_min(i)],
+                       {p: np.zeros(0, np.float32), i: np.zeros(0, np.int32)})
+    assert out == [-np.inf, np.inf, np.iinfo(np.int32).min, np.iinfo(np.int32).max]
 
 
 def test_split_v_kernel_resolves_minus_one():

@@ -466,3 +466,61 @@ def test_constant_copies_the_callers_array_and_leaves_it_writable():
     c = tf.constant(source)
     source[0] = 5.0
     np.testing.assert_array_equal(tf.Session().run(c), [1.0, 2.0])
+
+
+def test_lists_holding_tensors_are_packed_like_tf1():
+    x = tf.placeholder(tf.float32, [None, 4])
+    y = tf.reshape(x, [tf.shape(x)[0], 2, 2])
+    z = tf.zeros([tf.shape(x)[0], 3])
+    sess = tf.Session()
+    out_y, out_z = sess.run([y, z], {x: np.arange(8, dtype=np.float32).reshape(2, 4)})
+    assert out_y.shape == (2, 2, 2) and out_z.shape == (2, 3)
+    packed = tf.convert_to_tensor([tf.constant(1.0), 2.0])
+    assert packed.op.type == "Pack" and sess.run(packed).tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="symbolic"):
+        tf.constant(tf.constant(1.0))
+
+
+def test_strings_are_bytes_like_tf():
+    sess = tf.Session()
+    assert sess.run(tf.constant("abc")) == b"abc"
+    assert sess.run(tf.constant(b"ab") + "c") == b"abc"
+    p = tf.placeholder(tf.string, [2])
+    assert sess.run(tf.identity(p), {p: ["x", b"y"]}).tolist() == [b"x", b"y"]
+
+
+def test_zeros_and_ones_per_dtype_and_small_static_shapes_are_constants():
+    small, big = tf.zeros([2, 3]), tf.ones([40, 40])
+    sess = tf.Session()
+    assert sess.run(tf.zeros([2], tf.bool)).tolist() == [False, False]
+    assert sess.run(tf.ones([2], tf.bool)).tolist() == [True, True]
+    assert sess.run(tf.zeros([2], tf.string)).tolist() == [b"", b""]
+    assert (small.op.type, small.op.name) == ("Const", "zeros")
+    assert (big.op.type, big.op.name) == ("Fill", "ones") and sess.run(big).sum() == 1600
+
+
+def test_helper_constants_are_named_under_their_op():
+    x = tf.placeholder(tf.float32, [4])
+    tf.reshape(x, [2, 2])
+    second = tf.reshape(x, [4, 1])
+    assert second.op.name == "Reshape_1" and second.op.inputs[1].op.name == "Reshape_1/shape"
+    v = tf.Variable(1.0)
+    inc = tf.assign_add(v, 2.0)
+    assert inc.op.inputs[1].op.name == "AssignAdd/value"
+
+
+def test_indexing_keeps_known_dims_of_partial_shapes():
+    x = tf.placeholder(tf.float32, [None, 3, 5])
+    assert x[0].shape.as_list() == [3, 5]
+    assert x[:, 1:].shape.as_list() == [None, 2, 5]
+    assert x[..., None, 2].shape.as_list() == [None, 3, 1]
+    with pytest.raises(ValueError, match="out of bounds"):
+        x[:, 7]
+
+
+def test_scope_names_cannot_duplicate_an_op():
+    x = tf.constant(1.0)
+    with tf.name_scope("s") as scope:
+        tf.add(x, x, name=scope)
+        with pytest.raises(ValueError, match="Duplicate node name in graph: 's'"):
+            tf.subtract(x, x, name=scope)

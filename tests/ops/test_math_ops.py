@@ -458,3 +458,19 @@ def test_nan_and_inf_come_back_silently(recwarn):
     out = tf.Session().run([tf.sqrt(tf.constant(-1.0)), tf.log(tf.constant(0.0)), tf.exp(tf.constant(1000.0))])
     assert np.isnan(out[0]) and out[1] == -np.inf and out[2] == np.inf
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_div_is_floor_division_for_integers():
+    sess = tf.Session()
+    assert sess.run(tf.div(7, 2)) == 3 and sess.run(tf.div(7, 2)).dtype == np.int32
+    assert sess.run(tf.div(7.0, 2.0)) == 3.5
+
+
+def test_batched_matmul_broadcasts_batch_dims():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    b = np.arange(20, dtype=np.float32).reshape(4, 5)
+    c = tf.matmul(tf.constant(a), tf.constant(np.stack([b, b])))
+    assert c.op.type == "BatchMatMulV2" and c.shape.as_list() == [2, 3, 5]
+    np.testing.assert_allclose(tf.Session().run(c), a @ b)
+    t = tf.matmul(tf.constant(a), tf.constant(a), transpose_b=True)
+    np.testing.assert_allclose(tf.Session().run(t), a @ np.swapaxes(a, 1, 2))

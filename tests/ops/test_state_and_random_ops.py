@@ -491,3 +491,57 @@ def test_random_uniform_int():
     assert values.dtype == np.int32 and values.min() >= 0 and values.max() < 10 and len(set(values)) > 5
     with pytest.raises(ValueError, match="Must specify maxval"):
         tf.random_uniform([2], dtype=tf.int64)
+
+
+def test_variable_created_under_control_dependencies_does_not_inherit_them():
+    v = tf.Variable(0.0, name="v")
+    inc = tf.assign_add(v, 1.0)
+    with tf.control_dependencies([inc]):
+        w = tf.Variable(0.0, name="w")
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    assert sess.run(v) == 0.0 and w.initializer.control_inputs == []
+
+
+def test_callable_initial_value_joins_the_variables_colocation_group():
+    with tf.device("/cpu:0"):
+        v = tf.Variable(lambda: tf.ones([2]), name="v")
+    init_op = v.initial_value.op
+    assert init_op.name.startswith("v/Initializer/") and init_op.colocation_groups() == [b"loc:@v"]
+    assert init_op.device == ""
+
+
+def test_fetched_values_never_alias_variable_state():
+    v = tf.Variable([0.0, 0.0])
+    c = tf.constant([1.0, 2.0]) + 1.0
+    p = tf.placeholder(tf.float32, [2])
+    assign_c, assign_p = tf.assign(v, c), tf.assign(v, p)
+    sess = tf.Session()
+    fetched_c, _ = sess.run([c, assign_c.op])
+    fetched_c += 100.0
+    np.testing.assert_array_equal(sess.run(v), [2.0, 3.0])
+    fed = np.array([5.0, 6.0], np.float32)
+    fetched_p, _ = sess.run([p, assign_p.op], {p: fed})
+    fetched_p += 100.0
+    np.testing.assert_array_equal(sess.run(v), [5.0, 6.0])
+
+
+def test_feeding_a_variable_replaces_its_value_for_the_step():
+    v = tf.Variable(1.0)
+    y = v * 2.0
+    sess = tf.Session()
+    sess.run(v.initializer)
+    assert sess.run(y, {v: 10.0}) == 20.0 and sess.run(y) == 2.0
+
+
+def test_running_an_uninitialized_variable_op_as_a_target_is_fine():
+    v = tf.Variable(1.0)
+    sess = tf.Session()
+    assert sess.run(v.op) is None
+    with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value Variable"):
+        sess.run(v)
+
+
+def test_variables_are_not_iterable():
+    with pytest.raises(TypeError, match="not iterable"):
+        list(tf.Variable(tf.zeros([3])))

@@ -452,3 +452,52 @@ def test_callable_from_a_closed_session_refuses_to_run():
     sess.close()
     with pytest.raises(RuntimeError, match="closed Session"):
         double([1.0, 2.0])
+
+
+def test_defaultdict_fetch_and_commit_only_after_the_result_is_built():
+    v = tf.Variable(0.0)
+    inc = tf.assign_add(v, 1.0)
+    sess = tf.Session()
+    sess.run(v.initializer)
+    out = sess.run(collections.defaultdict(list, {"inc": inc}))
+    assert isinstance(out, collections.defaultdict) and out["inc"] == 1.0 and out["missing"] == []
+
+
+def test_concurrent_steps_do_not_undo_each_other():
+    import threading
+    a, b = tf.Variable(0.0, name="a"), tf.Variable(0.0, name="b")
+    bad = tf.placeholder(tf.float32, [None])
+    failing = tf.group(tf.assign_add(a, 1.0), tf.reshape(bad, [3]))
+    good = tf.assign_add(b, 1.0)
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    errors = []
+
+    def fail_many():
+        for _ in range(200):
+            try:
+                sess.run(failing, {bad: [1.0, 2.0]})
+            except InvalidArgumentError as e:
+                errors.append(e)
+    threads = [threading.Thread(target=fail_many)] + [threading.Thread(target=lambda: [sess.run(good)
+                                                                                       for _ in range(200)])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 200 and sess.run(a) == 0.0 and sess.run(b) == 200.0
+
+
+def test_run_options_are_type_checked():
+    c = tf.constant(1.0)
+    sess = tf.Session()
+    with pytest.raises(TypeError, match="RunOptions"):
+        sess.run(c, options="junk")
+    assert sess.run(c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                    run_metadata=tf.RunMetadata()) == 1.0
+
+
+def test_an_oversized_int_feed_is_a_type_error():
+    i = tf.placeholder(tf.int32, [])
+    with pytest.raises(TypeError, match="not compatible with Tensor 'Placeholder:0'"):
+        tf.Session().run(tf.identity(i), {i: 2 ** 40})
