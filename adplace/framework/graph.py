@@ -98,8 +98,10 @@ class Tensor:
         return self._op._name if self._value_index == 0 else f"{self._op._name}:{self._value_index}"
 
     def __repr__(self) -> str:
-        shape = str(self._shape) if self._shape.ndims is not None else "<unknown>"
-        return f'<tf.Tensor \'{self.name}\' shape={shape} dtype={self._dtype.name}>'
+        return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+
+    def __str__(self) -> str:
+        return f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name})'
 
     def __bool__(self):
         raise TypeError(f"Using a `tf.Tensor` as a Python `bool` is not allowed: {self.name!r} has no value until "

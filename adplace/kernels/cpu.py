@@ -172,7 +172,6 @@ def _unpack(op, ctx):
 
 kernel("Fill", gpu_types=GPU_ALL)(fixed(lambda dims, value: np.full(_axes(dims), value, dtype=np.asarray(value).dtype)))
 kernel("ZerosLike", gpu_types=GPU_ALL)(fixed(np.zeros_like))
-kernel("OnesLike", gpu_types=GPU_ALL)(fixed(np.ones_like))
 
 
 @kernel("StridedSlice", gpu_types=GPU_ALL)

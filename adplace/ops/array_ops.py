@@ -327,7 +327,7 @@ def unstack(value, num: int | None = None, axis: int = 0, name: str = "unstack")
     return apply_op("Unpack", [value], {"num": num, "axis": axis}, name=name).outputs
 
 
-# --- Fill, ZerosLike, OnesLike -----------------------------------------------------------------------------------
+# --- Fill, ZerosLike, zeros/ones -----------------------------------------------------------------------------------
 def _fill_infer(inputs, attrs, name):
     dims_t, value = inputs
     if value._shape.ndims not in (None, 0):
@@ -337,7 +337,6 @@ def _fill_infer(inputs, attrs, name):
 
 register_op("Fill", _fill_infer)
 register_op("ZerosLike", _same)
-register_op("OnesLike", _same)
 
 
 def fill(dims, value, name: str | None = None) -> Tensor:
@@ -358,7 +357,7 @@ def _filled(shape, dtype, value, name):
         dims = as_shape(shape).as_list()
         if int(np.prod(dims, dtype=np.int64)) < 1000:
             return constant(value, dtype=dtype, shape=dims, name=name)
-    with name_scope(name) as scope:
+    with name_scope(name) as scope:  # a scope name (ending in "/") is re-entered, as ones_like passes
         dims_t = int_const(shape, name="shape_as_tensor")
         return apply_op_1("Fill", [dims_t, constant(value, dtype=dtype, name="Const")], name=scope)
 
@@ -373,22 +372,27 @@ def ones(shape, dtype=_dtypes.float32, name: str = "ones") -> Tensor:
     return _filled(shape, dtype, 1, name)
 
 
-def _filled_like(op_type: str, tensor, dtype, name: str) -> Tensor:
-    tensor = convert_to_tensor(tensor)
-    if dtype is not None and _dtypes.as_dtype(dtype) is not tensor.dtype.base_dtype:
-        from adplace.ops.math_ops import cast  # math_ops imports this module
-        tensor = cast(tensor, dtype)
-    return apply_op_1(op_type, [tensor], name=name)
+def _shape_of(tensor: Tensor, optimize: bool):
+    """The static shape as a list when fully known (and `optimize`), else a Shape op (TF's shape_internal)."""
+    if optimize and tensor.shape.is_fully_defined():
+        return tensor.shape.as_list()
+    return shape(tensor)
 
 
 def zeros_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> Tensor:
-    """Zeros with the shape of `tensor` (tf.zeros_like)."""
-    return _filled_like("ZerosLike", tensor, dtype, name or "zeros_like")
+    """Zeros with the shape of `tensor` (tf.zeros_like): a ZerosLike op, or zeros() when the dtype changes."""
+    with name_scope(name, "zeros_like", [tensor]) as scope:
+        tensor = convert_to_tensor(tensor, name="tensor")
+        if dtype is not None and _dtypes.as_dtype(dtype) is not tensor.dtype.base_dtype:
+            return zeros(_shape_of(tensor, optimize), dtype=dtype, name=scope)
+        return apply_op_1("ZerosLike", [tensor], name=scope)
 
 
 def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> Tensor:
-    """Ones with the shape of `tensor` (tf.ones_like)."""
-    return _filled_like("OnesLike", tensor, dtype, name or "ones_like")
+    """Ones with the shape of `tensor` (tf.ones_like): as in TF1, ones() of its static shape, else Shape + Fill."""
+    with name_scope(name, "ones_like", [tensor]) as scope:
+        tensor = convert_to_tensor(tensor, name="tensor")
+        return ones(_shape_of(tensor, optimize), dtype=dtype or tensor.dtype.base_dtype, name=scope)
 
 
 # --- StridedSlice (Python indexing) --------------------------------------------------------------------------------

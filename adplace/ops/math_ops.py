@@ -231,15 +231,12 @@ def _reduce(op_type: str, default_name: str, input_tensor, axis, keepdims, name,
     axis = reduction_indices if axis is None else axis
     keep = bool(keep_dims if keepdims is None else keepdims)
     x = convert_to_tensor(input_tensor)
-    with name_scope(name, default_name) as scope:
-        if isinstance(axis, Tensor):
-            axis_t = axis
-        elif axis is None and x._shape.ndims is None:
-            axis_t = range(0, rank(x), 1, name="range")
-        else:
-            axis_t = int_const(list(np.arange(x._shape.ndims)) if axis is None else axis, name="reduction_indices")
-        return apply_op_1(op_type, [x, axis_t], {"keep_dims": keep, "T": x.dtype.base_dtype},
-                          name=scope)
+    if axis is None:  # TF builds "all axes" outside the op's scope: a Const, or range(rank(x)) when rank is unknown
+        axis = (int_const(list(np.arange(x._shape.ndims)), name="Const") if x._shape.ndims is not None
+                else range(0, rank(x), 1))
+    with name_scope(name, default_name, [x]) as scope:
+        axis_t = int_const(axis, name="reduction_indices")
+        return apply_op_1(op_type, [x, axis_t], {"keep_dims": keep, "T": x.dtype.base_dtype}, name=scope)
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):

@@ -26,7 +26,7 @@ def test_registered_op_types_is_sorted_and_covers_the_ops():
                      "Sub", "Mul", "RealDiv", "Neg", "Pow", "Maximum", "Minimum", "Sin", "Cos", "Tan", "Exp", "Log",
                      "Sqrt", "Square", "Abs", "Tanh", "Sigmoid", "Relu", "MatMul", "Sum", "Mean", "Max", "Min",
                      "Reshape", "Transpose", "Split", "SplitV", "ConcatV2", "Pack", "Unpack", "Squeeze",
-                     "ExpandDims", "Fill", "OnesLike", "ZerosLike", "AddN", "Cast", "RandomUniform",
+                     "ExpandDims", "Fill", "ZerosLike", "AddN", "Cast", "RandomUniform",
                      "RandomStandardNormal", "TruncatedNormal", "NoOp", "StridedSlice"):
         assert expected in types, expected
 
