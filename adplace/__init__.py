@@ -11,11 +11,13 @@ from adplace.framework.device_spec import DeviceSpec
 from adplace.framework.dtypes import (DType, as_dtype, bool, complex64, complex128, double, float16, float32,  # noqa: A004
                                       float32_ref, float64, float64_ref, half, int8, int16, int32, int32_ref, int64,
                                       int64_ref, string, uint8, uint16, uint32, uint64)
-from adplace.framework.graph import (Graph, GraphKeys, NodeDef, Operation, Tensor, add_to_collection,
-                                     add_to_collections, colocate_with, control_dependencies, convert_to_tensor,
-                                     device, get_collection, get_collection_ref, get_default_graph,
-                                     get_default_session, name_scope, register_tensor_conversion_function,
-                                     reset_default_graph, set_random_seed)
+from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function
+from adplace.framework.default_graph import (add_to_collection, add_to_collections, colocate_with,
+                                             control_dependencies, device, get_collection, get_collection_ref,
+                                             name_scope, set_random_seed)
+from adplace.framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
+from adplace.framework.operation import NodeDef, Operation, Tensor
+from adplace.framework.session_stack import get_default_session
 from adplace.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import Dimension, TensorShape
 from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - registers the NumPy kernels

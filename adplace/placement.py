@@ -115,11 +115,11 @@ class Placer:
             candidates = candidates_for(op._device, types)
             device = candidates[0] if candidates else self._fallback([op], op._device, types, notes)
             if not op._inputs and len(op._outputs) == 1 and not op._outputs[0]._dtype.is_ref_dtype:
-                deferred.append((op, candidates or (device,), device))
+                deferred.append((op, candidates or (device,)))
             elif op._type in _METADATA_OPS:
                 metadata.append((op, candidates))
             placed[op._id] = device
-        for op, candidates, device in deferred:  # heuristic A: generators follow their consumers
+        for op, candidates in deferred:  # heuristic A: generators follow their consumers
             consumers = op._consumers + op._control_outputs
             target = placed[consumers[0]._id] if consumers else None
             if target is not None and target in candidates and all(placed[c._id] is target for c in consumers):

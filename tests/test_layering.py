@@ -17,7 +17,7 @@ PACKAGE_DIR = Path(adplace.__file__).resolve().parent
 
 # (module, function, imported module): lazy imports that cross a layer on purpose.
 # Tensor.__iter__ unstacks through ops.array_ops at call time (framework must not import ops at load).
-ALLOWED_LAZY_IMPORTS = {("adplace.framework.graph", "__iter__", "adplace.ops.array_ops")}
+ALLOWED_LAZY_IMPORTS = {("adplace.framework.operation", "__iter__", "adplace.ops.array_ops")}
 
 
 def _module_name(path: Path) -> str:

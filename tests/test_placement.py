@@ -2,15 +2,13 @@
 
 Placed devices come from the session (`sess.placement`, `sess.placement_table()`); requests from `op.device`.
 """
-import re
 
 import numpy as np
 import pytest
 
 import adplace as tf
-from adplace import devices
 from adplace.errors import InvalidArgumentError
-from placement_log import CPU0, GPU0, GPU1, GPU2, placement_lines
+from placement_log import CPU0, GPU0, GPU1, placement_lines
 
 
 pytestmark = pytest.mark.usefixtures("virtual_gpus_only")
@@ -342,7 +340,7 @@ def test_placement_accepts_ops_tensors_variables_and_names(gpus):
 def test_placement_table_rows(gpus):
     with tf.device("/cpu:0"):
         a = tf.constant(1.0, name="a")
-    b = tf.sin(a, name="b")
+    tf.sin(a, name="b")
     assert tf.Session().placement_table() == [("a", "Const", "/device:CPU:0", CPU0, ""), ("b", "Sin", "", GPU0, "")]
 
 

@@ -2,13 +2,11 @@
 
 Each program runs on its own fresh default graph (conftest) with two virtual GPUs standing in for real ones.
 """
-import re
 
 import numpy as np
 import pytest
 
 import adplace as tf
-from adplace import devices
 from adplace.errors import InvalidArgumentError
 from placement_log import CPU0, GPU0, GPU1, placement_lines
 

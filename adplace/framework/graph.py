@@ -1,7 +1,4 @@
-"""Graph, Operation, Tensor, NodeDef: the dataflow graph and the stacks used while building it.
-
-An op's `device` is its *requested* device (canonical form, e.g. "/device:GPU:0"); where it actually runs is decided
-by the placer at session run time and never written back here.
+"""Graph: ops in creation order, unique scoped names, collections, and the stacks used while building it.
 
     g = Graph()
     with g.as_default(), g.name_scope("tower_0"), g.device("/gpu:1"):
@@ -13,12 +10,11 @@ import contextlib
 import logging
 import re
 import threading
-from typing import Callable, Iterable
+from typing import Iterable
 
-from adplace.framework import dtypes as _dtypes
 from adplace.framework.device_spec import DeviceSpec, canonical_name, merge_device
+from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_op_def
-from adplace.framework.tensor_shape import TensorShape, as_shape
 
 _log = logging.getLogger("adplace")
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
@@ -42,157 +38,6 @@ class GraphKeys:
     INIT_OP = "init_op"
     TRAIN_OP = "train_op"
     SAVERS = "savers"
-
-
-class NodeDef:
-    """The light record a device function may receive: name, op (type string), device, attr, input."""
-
-    __slots__ = ("name", "op", "device", "attr", "input")
-
-    def __init__(self, name: str = "", op: str = "", device: str = "", attr: dict | None = None,
-                 input: list | None = None):  # noqa: A002 - NodeDef's field name
-        self.name, self.op, self.device = name, op, device
-        self.attr = {} if attr is None else attr
-        self.input = [] if input is None else input
-
-    def __repr__(self) -> str:
-        return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
-
-
-class Tensor:
-    """A symbolic output of an Operation: (op, index), dtype and static shape. Values exist only in Session.run."""
-
-    # __slots__: a graph holds up to millions of these; slots halve their memory and speed attribute access.
-    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
-    __array_priority__ = 100  # so ndarray + Tensor defers to Tensor.__radd__
-
-    def __init__(self, op: "Operation", value_index: int, dtype: _dtypes.DType, shape: TensorShape):
-        self._op, self._value_index, self._dtype, self._shape = op, value_index, dtype, shape
-
-    op = property(lambda self: self._op)
-    value_index = property(lambda self: self._value_index)
-    dtype = property(lambda self: self._dtype)
-    graph = property(lambda self: self._op._graph)
-    shape = property(lambda self: self._shape)
-    device = property(lambda self: self._op._device)
-
-    @property
-    def name(self) -> str:
-        return f"{self._op._name}:{self._value_index}"
-
-    def get_shape(self) -> TensorShape:
-        return self._shape
-
-    def set_shape(self, shape) -> None:
-        """Refine the static shape; ValueError if incompatible."""
-        self._shape = self._shape.merge_with(as_shape(shape))
-
-    def consumers(self) -> list["Operation"]:
-        return [op for op in self._op._consumers if any(t is self for t in op._inputs)]
-
-    def eval(self, feed_dict=None, session=None):
-        """The value of this tensor in `session` (default: the default session)."""
-        return _session_for(self._op._graph, session, "evaluate tensor").run(self, feed_dict)
-
-    def _as_node_def_input(self) -> str:
-        return self._op._name if self._value_index == 0 else f"{self._op._name}:{self._value_index}"
-
-    def __repr__(self) -> str:
-        return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
-
-    def __str__(self) -> str:
-        return f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name})'
-
-    def __bool__(self):
-        raise TypeError(f"Using a `tf.Tensor` as a Python `bool` is not allowed: {self.name!r} has no value until "
-                        "Session.run. Use `if t is not None:` to test for None, or tf.cond to branch on its value.")
-
-
-    def __iter__(self):
-        dims = self._shape.as_tuple()
-        if dims is None or not dims or dims[0] is None:
-            raise TypeError(f"Tensor {self.name!r} is not iterable: its first dimension is not statically known "
-                            f"(shape {self._shape}).")
-        from adplace.ops import array_ops  # ops register the indexing op; framework must not import ops at load
-        return iter(array_ops.unstack(self, num=dims[0]))
-
-    def __len__(self):
-        raise TypeError(f"len is not well defined for symbolic Tensors ({self.name!r}). Use tf.shape(x)[0].")
-
-    def __array__(self, dtype=None, copy=None):
-        raise NotImplementedError(f"Cannot convert a symbolic Tensor ({self.name}) to a numpy array: "
-                                  "run it with Session.run first.")
-
-    __hash__ = object.__hash__
-
-
-class Operation:
-    """A node of the graph: type, inputs, control inputs, attrs, outputs and the requested device."""
-
-    __slots__ = ("_graph", "_name", "_type", "_inputs", "_control_inputs", "_outputs", "_attrs", "_device",
-                 "_id", "_colocation", "_consumers", "_control_outputs", "_op_def", "__weakref__")
-
-    def __init__(self, graph: "Graph", op_type: str, name: str, inputs: tuple, attrs: dict, control_inputs: list,
-                 output_specs: list, op_def):
-        self._graph, self._type, self._name = graph, op_type, name
-        self._inputs, self._attrs, self._op_def = inputs, attrs, op_def
-        self._device, self._colocation = "", ()
-        self._consumers: list[Operation] = []
-        self._control_outputs: list[Operation] = []
-        seen = {id(t._op) for t in inputs}
-        self._control_inputs = []
-        for c in control_inputs:
-            if id(c) not in seen:
-                seen.add(id(c))
-                self._control_inputs.append(c)
-        self._outputs = tuple(Tensor(self, i, dt, sh) for i, (dt, sh) in enumerate(output_specs))
-
-    name = property(lambda self: self._name)
-    type = property(lambda self: self._type)
-    graph = property(lambda self: self._graph)
-    outputs = property(lambda self: list(self._outputs))
-    control_inputs = property(lambda self: list(self._control_inputs))
-    device = property(lambda self: self._device)
-
-    @property
-    def inputs(self) -> tuple:
-        return self._inputs
-
-    @property
-    def node_def(self) -> NodeDef:
-        inputs = [t._as_node_def_input() for t in self._inputs] + ["^" + c._name for c in self._control_inputs]
-        attr = dict(self._attrs)
-        if self._colocation:
-            attr["_class"] = list(self._colocation)
-        return NodeDef(self._name, self._type, self._device, attr, inputs)
-
-    def values(self) -> tuple:
-        return self._outputs
-
-    def get_attr(self, name: str):
-        if name == "_class" and self._colocation:
-            return list(self._colocation)
-        try:
-            return self._attrs[name]
-        except KeyError:
-            raise ValueError(f"Operation '{self._name}' has no attr named '{name}'.") from None
-
-    def colocation_groups(self) -> list[bytes]:
-        """The `loc:@name` groups this op must share a device with (its own name when none)."""
-        return list(self._colocation) if self._colocation else [b"loc:@" + self._name.encode()]
-
-    def run(self, feed_dict=None, session=None) -> None:
-        """Run this op in `session` (default: the default session)."""
-        _session_for(self._graph, session, "execute operation").run(self, feed_dict)
-
-    def _set_device(self, device) -> None:
-        self._device = canonical_name(device.to_string() if isinstance(device, DeviceSpec) else device)
-
-    def __repr__(self) -> str:
-        device = f" device={self._device}" if self._device else ""
-        return f"<tf.Operation '{self._name}' type={self._type}{device}>"
-
-    __hash__ = object.__hash__
 
 
 class _DeviceEntry:
@@ -551,26 +396,25 @@ def _as_operation(obj) -> Operation:
     raise TypeError(f"Expected an Operation, Tensor or Variable to colocate with, got {obj!r}")
 
 
-# --- default graph and default session ------------------------------------------------------------------------
-class _DefaultStacks(threading.local):
+# --- the default graph ------------------------------------------------------------------------------------------
+class _GraphStack(threading.local):
     def __init__(self):
         self.graphs: list[Graph] = []
-        self.sessions: list = []
 
 
-_stacks = _DefaultStacks()
+_stack = _GraphStack()
 _global_default_graph: Graph | None = None
 
 
 def _graph_stack() -> list:
-    return _stacks.graphs
+    return _stack.graphs
 
 
 def get_default_graph() -> Graph:
     """The innermost graph of `as_default()` blocks, else the global default graph."""
     global _global_default_graph
-    if _stacks.graphs:
-        return _stacks.graphs[-1]
+    if _stack.graphs:
+        return _stack.graphs[-1]
     if _global_default_graph is None:
         _global_default_graph = Graph()
     return _global_default_graph
@@ -579,136 +423,7 @@ def get_default_graph() -> Graph:
 def reset_default_graph() -> None:
     """Replace the global default graph with a new, empty one (tf.reset_default_graph)."""
     global _global_default_graph
-    if _stacks.graphs:
+    if _stack.graphs:
         raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If you need a cleared "
                              "graph, exit the nesting and create a new graph.")
     _global_default_graph = Graph()
-
-
-def get_default_session():
-    """The innermost session of `as_default()` blocks, or None."""
-    return _stacks.sessions[-1] if _stacks.sessions else None
-
-
-@contextlib.contextmanager
-def default_session(session):
-    _stacks.sessions.append(session)
-    try:
-        yield session
-    finally:
-        _stacks.sessions.remove(session)
-
-
-def _session_for(graph: Graph, session, what: str):
-    session = session or get_default_session()
-    if session is None:
-        raise ValueError(f"Cannot {what} using `eval()`/`run()`: No default session is registered. Use "
-                         "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`")
-    if session.graph is not graph:
-        raise ValueError(f"Cannot use the given session to {what}: the element's graph is different from the "
-                         "session's graph.")
-    return session
-
-
-# --- conversion ---------------------------------------------------------------------------------------------
-_conversion_functions: list[tuple[int, type, Callable]] = []
-
-
-def register_tensor_conversion_function(base_type, conversion_func: Callable, priority: int = 100) -> None:
-    """Register `conversion_func(value, dtype=None, name=None, as_ref=False) -> Tensor` for `base_type`; lower
-    `priority` values are tried first, as in TF."""
-    _conversion_functions.append((priority, base_type, conversion_func))
-    _conversion_functions.sort(key=lambda entry: entry[0])
-
-
-def convert_to_tensor(value, dtype=None, name: str | None = None, preferred_dtype=None, as_ref: bool = False) -> Tensor:
-    """Convert a Tensor, Variable, NumPy array or Python value to a Tensor (new Const ops for constants)."""
-    dtype = None if dtype is None else _dtypes.as_dtype(dtype)
-    if isinstance(value, Tensor):
-        if dtype is not None and not dtype.is_compatible_with(value._dtype):
-            raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype "
-                             f"{value._dtype.name}: {value!r}")
-        return value
-    for _, base_type, fn in _conversion_functions:
-        if isinstance(value, base_type):
-            if dtype is None and preferred_dtype is not None:
-                try:
-                    return fn(value, dtype=_dtypes.as_dtype(preferred_dtype), name=name, as_ref=as_ref)
-                except (TypeError, ValueError):
-                    pass
-            return fn(value, dtype=dtype, name=name, as_ref=as_ref)
-    raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: {value!r}.")
-
-
-def graph_of(values) -> Graph:
-    """The graph of the first Tensor/Operation/Variable in `values`, else the default graph."""
-    for v in values or ():
-        graph = getattr(v, "graph", None)
-        if isinstance(graph, Graph):
-            return graph
-    return get_default_graph()
-
-
-@contextlib.contextmanager
-def name_scope(name: str | None, default_name: str | None = None, values=None):
-    """tf.name_scope(name, default_name=None, values=None): a scope in the graph of `values` (made the default)."""
-    graph = graph_of(values)
-    if graph is get_default_graph():
-        with graph.name_scope(default_name if name is None else name) as scope:
-            yield scope
-    else:
-        with graph.as_default(), graph.name_scope(default_name if name is None else name) as scope:
-            yield scope
-
-
-def device(device_name_or_function):
-    """tf.device on the default graph: string, DeviceSpec, function of the op, or None."""
-    return get_default_graph().device(device_name_or_function)
-
-
-def colocate_with(op, ignore_existing: bool = False):
-    """Put ops created in this block on whatever device `op` ends up on.
-
-    Keeps a variable's assign and read ops next to it, so a step never copies a variable.
-
-        with tf.colocate_with(v):
-            inc = tf.assign_add(v, 1)     # placed where v is placed
-    """
-    return get_default_graph().colocate_with(op, ignore_existing)
-
-
-def control_dependencies(control_inputs):
-    """tf.control_dependencies on the default graph: only ops created in the block wait for `control_inputs`."""
-    return get_default_graph().control_dependencies(control_inputs)
-
-
-def add_to_collection(name: str, value) -> None:
-    get_default_graph().add_to_collection(name, value)
-
-
-def add_to_collections(names, value) -> None:
-    get_default_graph().add_to_collections(names, value)
-
-
-def get_collection(key: str, scope: str | None = None) -> list:
-    return get_default_graph().get_collection(key, scope)
-
-
-def get_collection_ref(key: str) -> list:
-    return get_default_graph().get_collection_ref(key)
-
-
-def get_seed(op_seed):
-    """(graph seed, op seed) for a random op, TF's rules: both None means nondeterministic."""
-    graph = get_default_graph()
-    if graph.seed is not None:
-        return graph.seed, (len(graph._ops) if op_seed is None else op_seed)
-    if op_seed is not None:
-        return 87654321, op_seed
-    return None, None
-
-
-def set_random_seed(seed: int) -> None:
-    """Graph-level seed: with it, every random op gets a reproducible stream (tf.set_random_seed)."""
-    get_default_graph().seed = seed
-

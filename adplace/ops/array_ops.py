@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import Tensor, convert_to_tensor, name_scope
+from adplace.framework.conversion import convert_to_tensor
+from adplace.framework.default_graph import name_scope
+from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, as_shape, dims_text, unknown_shape
 from adplace.ops.constant_op import constant

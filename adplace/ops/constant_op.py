@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import Tensor, convert_to_tensor, register_tensor_conversion_function
+from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function
+from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape
 from adplace.ops.op_builder import apply_op_1

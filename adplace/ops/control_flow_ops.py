@@ -1,7 +1,8 @@
 """NoOp and group: ops that exist only to order other ops."""
 from __future__ import annotations
 
-from adplace.framework.graph import Operation, Tensor, control_dependencies, name_scope
+from adplace.framework.default_graph import control_dependencies, name_scope
+from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import register_op
 from adplace.ops.op_builder import apply_op
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import Operation, Tensor, convert_to_tensor, get_default_graph
+from adplace.framework.conversion import convert_to_tensor
+from adplace.framework.graph import get_default_graph
+from adplace.framework.operation import Operation, Tensor
 from adplace.framework.tensor_shape import TensorShape, dims_text, unknown_shape
 
 SCALAR = TensorShape([])

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import Tensor, convert_to_tensor, get_seed, name_scope
+from adplace.framework.conversion import convert_to_tensor
+from adplace.framework.default_graph import get_seed, name_scope
+from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.ops import math_ops
 from adplace.ops.op_builder import apply_op_1, check_dtype, int_const, shape_from_tensor

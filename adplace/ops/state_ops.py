@@ -5,7 +5,9 @@ A reference edge (VariableV2 -> Assign) forces both ends onto one device, as in 
 from __future__ import annotations
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import Tensor, convert_to_tensor, name_scope
+from adplace.framework.conversion import convert_to_tensor
+from adplace.framework.default_graph import name_scope
+from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape
 from adplace.ops.op_builder import SCALAR, apply_op_1, shapes_text

@@ -9,9 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.graph import (GraphKeys, Operation, Tensor, _session_for, add_to_collections,
-                                     colocate_with, convert_to_tensor, get_collection, get_default_graph,
-                                     name_scope, register_tensor_conversion_function)
+from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function
+from adplace.framework.default_graph import add_to_collections, colocate_with, get_collection, name_scope
+from adplace.framework.graph import GraphKeys, get_default_graph
+from adplace.framework.operation import Operation, Tensor
+from adplace.framework.session_stack import session_for
 from adplace.framework.tensor_shape import as_shape
 from adplace.ops import array_ops, state_ops
 from adplace.ops.control_flow_ops import group, no_op
@@ -107,7 +109,7 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Assign `value` directly (tf.Variable.load), through the initializer's feed."""
-        session = _session_for(self.graph, session, "load variable")
+        session = session_for(self.graph, session, "load variable")
         session.run(self._initializer_op, {self._initial_value: np.asarray(value)})
 
     def __iter__(self):

@@ -157,7 +157,7 @@ class Plan:
             slots = [None] * n_slots
             for slot, value in zip(feed_slots, feeds):
                 slots[slot] = value
-            for index, (kernel, in_slots, out_slots, frees) in enumerate(zip(*program)):
+            for index, (kernel, in_slots, out_slots, frees) in enumerate(zip(*program)):  # noqa: B007 - failed_step reads `index`
                 if type(in_slots) is int:
                     result = kernel(slots[in_slots])
                 else:

@@ -19,7 +19,9 @@ import numpy as np
 from adplace import devices as _devices
 from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
-from adplace.framework.graph import Operation, Tensor, default_session, get_default_graph
+from adplace.framework.graph import get_default_graph
+from adplace.framework.operation import Operation, Tensor
+from adplace.framework.session_stack import default_session
 from adplace.placement import PlacementTable, Placer
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
 from adplace.runtime.options import ConfigProto, RunMetadata, RunOptions

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from adplace.framework.device_spec import DeviceSpec
-from adplace.framework.graph import NodeDef
+from adplace.framework.operation import NodeDef
 
 PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable")
 STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 import adplace as tf
-from adplace import devices
 from adplace.runtime import executor
 from placement_log import CPU0, GPU0, GPU1
 

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import adplace as tf
-from adplace import devices
 from adplace.errors import FailedPreconditionError, InvalidArgumentError
 from placement_log import CPU0, GPU0, GPU1
 
@@ -399,9 +398,9 @@ def test_session_on_an_explicit_graph():
 
 
 def test_list_devices_names(gpus):
-    devices = tf.Session().list_devices()
-    assert [d.name for d in devices] == [CPU0, GPU0, GPU1]
-    assert [d.device_type for d in devices] == ["CPU", "GPU", "GPU"]
+    listed = tf.Session().list_devices()
+    assert [d.name for d in listed] == [CPU0, GPU0, GPU1]
+    assert [d.device_type for d in listed] == ["CPU", "GPU", "GPU"]
 
 
 # --- configuration -------------------------------------------------------------------------------------------------

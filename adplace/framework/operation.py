@@ -1,0 +1,167 @@
+"""Operation, Tensor and NodeDef: the nodes and edges of a graph.
+
+An op's `device` is its *requested* device (canonical form, e.g. "/device:GPU:0"); where it actually runs is decided
+by the placer at session run time and never written back here.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.device_spec import DeviceSpec, canonical_name
+from adplace.framework.session_stack import session_for
+from adplace.framework.tensor_shape import TensorShape, as_shape
+
+if TYPE_CHECKING:
+    from adplace.framework.graph import Graph
+
+
+class NodeDef:
+    """The light record a device function may receive: name, op (type string), device, attr, input."""
+
+    __slots__ = ("name", "op", "device", "attr", "input")
+
+    def __init__(self, name: str = "", op: str = "", device: str = "", attr: dict | None = None,
+                 input: list | None = None):  # noqa: A002 - NodeDef's field name
+        self.name, self.op, self.device = name, op, device
+        self.attr = {} if attr is None else attr
+        self.input = [] if input is None else input
+
+    def __repr__(self) -> str:
+        return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
+
+
+class Tensor:
+    """A symbolic output of an Operation: (op, index), dtype and static shape. Values exist only in Session.run."""
+
+    # __slots__: a graph holds up to millions of these; slots halve their memory and speed attribute access.
+    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
+    __array_priority__ = 100  # so ndarray + Tensor defers to Tensor.__radd__
+
+    def __init__(self, op: "Operation", value_index: int, dtype: _dtypes.DType, shape: TensorShape):
+        self._op, self._value_index, self._dtype, self._shape = op, value_index, dtype, shape
+
+    op = property(lambda self: self._op)
+    value_index = property(lambda self: self._value_index)
+    dtype = property(lambda self: self._dtype)
+    graph = property(lambda self: self._op._graph)
+    shape = property(lambda self: self._shape)
+    device = property(lambda self: self._op._device)
+
+    @property
+    def name(self) -> str:
+        return f"{self._op._name}:{self._value_index}"
+
+    def get_shape(self) -> TensorShape:
+        return self._shape
+
+    def set_shape(self, shape) -> None:
+        """Refine the static shape; ValueError if incompatible."""
+        self._shape = self._shape.merge_with(as_shape(shape))
+
+    def consumers(self) -> list["Operation"]:
+        return [op for op in self._op._consumers if any(t is self for t in op._inputs)]
+
+    def eval(self, feed_dict=None, session=None):
+        """The value of this tensor in `session` (default: the default session)."""
+        return session_for(self._op._graph, session, "evaluate tensor").run(self, feed_dict)
+
+    def _as_node_def_input(self) -> str:
+        return self._op._name if self._value_index == 0 else f"{self._op._name}:{self._value_index}"
+
+    def __repr__(self) -> str:
+        return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+
+    def __str__(self) -> str:
+        return f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name})'
+
+    def __bool__(self):
+        raise TypeError(f"Using a `tf.Tensor` as a Python `bool` is not allowed: {self.name!r} has no value until "
+                        "Session.run. Use `if t is not None:` to test for None, or tf.cond to branch on its value.")
+
+
+    def __iter__(self):
+        dims = self._shape.as_tuple()
+        if dims is None or not dims or dims[0] is None:
+            raise TypeError(f"Tensor {self.name!r} is not iterable: its first dimension is not statically known "
+                            f"(shape {self._shape}).")
+        from adplace.ops import array_ops  # ops register the indexing op; framework must not import ops at load
+        return iter(array_ops.unstack(self, num=dims[0]))
+
+    def __len__(self):
+        raise TypeError(f"len is not well defined for symbolic Tensors ({self.name!r}). Use tf.shape(x)[0].")
+
+    def __array__(self, dtype=None, copy=None):
+        raise NotImplementedError(f"Cannot convert a symbolic Tensor ({self.name}) to a numpy array: "
+                                  "run it with Session.run first.")
+
+    __hash__ = object.__hash__
+
+
+class Operation:
+    """A node of the graph: type, inputs, control inputs, attrs, outputs and the requested device."""
+
+    __slots__ = ("_graph", "_name", "_type", "_inputs", "_control_inputs", "_outputs", "_attrs", "_device",
+                 "_id", "_colocation", "_consumers", "_control_outputs", "_op_def", "__weakref__")
+
+    def __init__(self, graph: Graph, op_type: str, name: str, inputs: tuple, attrs: dict, control_inputs: list,
+                 output_specs: list, op_def):
+        self._graph, self._type, self._name = graph, op_type, name
+        self._inputs, self._attrs, self._op_def = inputs, attrs, op_def
+        self._device, self._colocation = "", ()
+        self._consumers: list[Operation] = []
+        self._control_outputs: list[Operation] = []
+        seen = {id(t._op) for t in inputs}
+        self._control_inputs = []
+        for c in control_inputs:
+            if id(c) not in seen:
+                seen.add(id(c))
+                self._control_inputs.append(c)
+        self._outputs = tuple(Tensor(self, i, dt, sh) for i, (dt, sh) in enumerate(output_specs))
+
+    name = property(lambda self: self._name)
+    type = property(lambda self: self._type)
+    graph = property(lambda self: self._graph)
+    outputs = property(lambda self: list(self._outputs))
+    control_inputs = property(lambda self: list(self._control_inputs))
+    device = property(lambda self: self._device)
+
+    @property
+    def inputs(self) -> tuple:
+        return self._inputs
+
+    @property
+    def node_def(self) -> NodeDef:
+        inputs = [t._as_node_def_input() for t in self._inputs] + ["^" + c._name for c in self._control_inputs]
+        attr = dict(self._attrs)
+        if self._colocation:
+            attr["_class"] = list(self._colocation)
+        return NodeDef(self._name, self._type, self._device, attr, inputs)
+
+    def values(self) -> tuple:
+        return self._outputs
+
+    def get_attr(self, name: str):
+        if name == "_class" and self._colocation:
+            return list(self._colocation)
+        try:
+            return self._attrs[name]
+        except KeyError:
+            raise ValueError(f"Operation '{self._name}' has no attr named '{name}'.") from None
+
+    def colocation_groups(self) -> list[bytes]:
+        """The `loc:@name` groups this op must share a device with (its own name when none)."""
+        return list(self._colocation) if self._colocation else [b"loc:@" + self._name.encode()]
+
+    def run(self, feed_dict=None, session=None) -> None:
+        """Run this op in `session` (default: the default session)."""
+        session_for(self._graph, session, "execute operation").run(self, feed_dict)
+
+    def _set_device(self, device) -> None:
+        self._device = canonical_name(device.to_string() if isinstance(device, DeviceSpec) else device)
+
+    def __repr__(self) -> str:
+        device = f" device={self._device}" if self._device else ""
+        return f"<tf.Operation '{self._name}' type={self._type}{device}>"
+
+    __hash__ = object.__hash__
