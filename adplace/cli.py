@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -126,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"adplace: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `adplace demo | head`: stop quietly, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
