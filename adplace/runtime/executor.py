@@ -205,6 +205,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     copies: dict[tuple[int, object], int] = {}
     has_writes = False
     kernel_for = ctx.kernel
+    built = ctx.kernels_sized(len(ops))  # op id -> kernel already built in this session (None when not yet)
     fetched = {e for e in fetch_elements if hasattr(e, "_value_index")}
 
     def add_step(kernel, in_slots, out_slots, op, device) -> None:
@@ -246,8 +247,11 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
         if n_out == 1 and outputs_ref(op) and op._outputs[0] not in fetched:
             where.append(device)  # a variable run as a target (tf.group(v.op)) outputs a reference: nothing runs
             continue
-        add_step(kernel_for(op, device), in_slots[0] if len(in_slots) == 1 else tuple(in_slots),
-                 len(where) if n_out == 1 else tuple(range(len(where), len(where) + n_out)), op, device)
+        kernels.append(built[op._id] or kernel_for(op, device))  # the common step, without a helper call
+        ins.append(in_slots[0] if len(in_slots) == 1 else tuple(in_slots))
+        outs.append(len(where) if n_out == 1 else tuple(range(len(where), len(where) + n_out)))
+        step_ops.append(op)
+        step_devices.append(device)
         where.extend([device] * n_out)
 
     fetch_slots, fetch_copies = [], []
@@ -375,11 +379,16 @@ class KernelContext:
             self._rngs[op._id] = rng
         return rng
 
+    def kernels_sized(self, n_ops: int) -> list:
+        """The session's kernels by op id, grown to cover `n_ops` ops (None where not built yet)."""
+        kernels = self._kernels
+        if n_ops > len(kernels):
+            kernels.extend([None] * (n_ops - len(kernels)))
+        return kernels
+
     def kernel(self, op, device) -> Callable:
         """The op's kernel in this session, built once and shared by every plan that runs the op."""
-        kernels = self._kernels
-        if op._id >= len(kernels):
-            kernels.extend([None] * (len(op._graph._ops) - len(kernels)))
+        kernels = self.kernels_sized(op._id + 1)
         kernel = kernels[op._id]
         if kernel is None:
             kernel = kernels[op._id] = kernel_factory(op._type, device.device_type)(op, self)
