@@ -19,6 +19,7 @@ import sys
 from adplace.devices import DEVICE_TYPE_PRIORITY, Device
 from adplace.framework.device_spec import DeviceSpec
 from adplace.framework.errors import InvalidArgumentError
+from adplace.framework.operation import is_variable_op
 from adplace.framework.registry import kernel_device_types, kernel_dtype, registered_kernels_text
 
 _log = logging.getLogger("adplace.placement")
@@ -114,7 +115,7 @@ class Placer:
             types = _supported_types(op)
             candidates = candidates_for(op._device, types)
             device = candidates[0] if candidates else self._fallback([op], op._device, types, notes)
-            if not op._inputs and len(op._outputs) == 1 and not op._outputs[0]._dtype.is_ref_dtype:
+            if not op._inputs and len(op._outputs) == 1 and not is_variable_op(op):
                 deferred.append((op, candidates or (device,)))
             elif op._type in _METADATA_OPS:
                 metadata.append((op, candidates))
@@ -196,7 +197,7 @@ class Placer:
     def _merged_request(self, group: list, start: int) -> str:
         """Merge members' requests field by field. A variable that requested a device, or was placed by an earlier
         run, overrides the requests of the ops writing it through a reference edge (TF 3.5)."""
-        owners = [op for op in group if op._op_def.is_stateful and not op._inputs and (op._device or op._id < start)]
+        owners = [op for op in group if is_variable_op(op) and (op._device or op._id < start)]
         ref_consumers = {op._id for op in group if op._op_def.ref_inputs} if owners else set()
         key = tuple((op._device, op._id in ref_consumers) for op in group if op._device)
         merged = self._merged_cache.get(key)
@@ -210,8 +211,9 @@ class Placer:
             if not op._device:
                 continue
             if op._id in ref_consumers:
-                _log.debug("Ignoring device specification %s for node '%s' because the input edge from '%s' is a "
-                           "reference connection and already has a device", op._device, op.name, owners[0].name)
+                if op._device != owners[0]._device:
+                    _log.debug("Ignoring device specification %s for node '%s' because the input edge from '%s' is "
+                               "a reference connection and already has a device", op._device, op.name, owners[0].name)
                 continue
             spec = DeviceSpec.from_string(op._device)
             conflict = _conflicting_field(merged, spec)

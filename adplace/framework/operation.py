@@ -165,3 +165,8 @@ class Operation:
         return f"<tf.Operation '{self._name}' type={self._type}{device}>"
 
     __hash__ = object.__hash__
+
+
+def is_variable_op(op: Operation) -> bool:
+    """Whether `op` holds a variable: no inputs, and its one output is the variable by reference (VariableV2)."""
+    return not op._inputs and len(op._outputs) == 1 and op._outputs[0]._dtype.is_ref_dtype

@@ -13,6 +13,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from adplace.framework.operation import is_variable_op
 from adplace.framework.registry import kernel_factory
 from adplace.kernels.cpu import unfed_placeholder_error
 
@@ -244,7 +245,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             in_slots.append(slot)
         n_out = len(op._outputs)
         first_slot[op._id] = len(where)
-        if n_out == 1 and outputs_ref(op) and op._outputs[0] not in fetched:
+        if is_variable_op(op) and op._outputs[0] not in fetched:
             where.append(device)  # a variable run as a target (tf.group(v.op)) outputs a reference: nothing runs
             continue
         kernels.append(built[op._id] or kernel_for(op, device))  # the common step, without a helper call
@@ -266,18 +267,13 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     return plan.finish()
 
 
-def outputs_ref(op) -> bool:
-    """Whether op is a variable (its only output is the variable by reference)."""
-    return not op._inputs and op._outputs[0]._dtype._is_ref
-
-
 def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
     """The ops the fetches need, in creation (= topological) order, not crossing fed tensors or reference edges.
 
     A stateless read of a variable (its `read` Identity) is moved to just before its first consumer: TF reads a
     reference when the reading op runs, so `tf.identity(v)` under `control_dependencies([assign])` sees the
-    assignment. Consumers sharing one read see one snapshot, as they share TF's single `read` node. An unfed Placeholder among the
-    needed ops is an error, raised before anything runs.
+    assignment. Consumers sharing one read see one snapshot, as they share TF's single `read` node. An unfed
+    Placeholder among the needed ops is an error, raised before anything runs.
     """
     needed = bytearray(len(ops))
     stack = []
@@ -402,14 +398,12 @@ class KernelContext:
             journal = self._steps.journal = []
         return journal
 
-    def begin_step(self) -> None:
-        self._steps.journal = []
-
     def commit(self) -> None:
+        """Keep this thread's step writes: forget their undo records."""
         self._steps.journal = []
 
     def rollback(self) -> None:
         """Undo every variable write of this thread's step, newest first."""
-        for cell, old in reversed(self._steps.journal):
+        for cell, old in reversed(self.journal):
             cell.value = old
         self._steps.journal = []

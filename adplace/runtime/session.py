@@ -252,8 +252,6 @@ class BaseSession:
     def _execute(self, plan: Plan, feeds, build: Callable):
         """Run a plan and build the fetch structure; on any failure every variable write of the step is undone."""
         ctx = self._ctx
-        if plan.has_writes:
-            ctx.begin_step()
         silent = _enter_silent()
         try:
             result = build(plan.fn(feeds))
