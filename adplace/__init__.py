@@ -47,6 +47,8 @@ from adplace.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_var
                                         get_variable_scope, variable_scope)
 from adplace.runtime.options import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
 from adplace.runtime.session import InteractiveSession, Session
+from adplace import client, profiler
+from adplace.profiler import run_profile, save_profile
 from adplace.train.device_setter import PS_OPS, assign_to_device
 
 mod = floormod

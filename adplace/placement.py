@@ -257,13 +257,19 @@ class Placer:
                     f"these attrs: [{_attrs_text(op)}]\nRegistered devices: [{', '.join(_device_types(self._devices))}]"
                     f"\nRegistered kernels:\n{registered_kernels_text(op.type)}")
         if not any(_matches(spec, d) for d in self._devices):
-            gpu_note = ""
-            if spec.device_type == "GPU" and not any(d.device_type == "GPU" for d in self._devices):
-                gpu_note = (" The requested device appears to be a GPU, but no GPU exists here (set "
-                            "ADPLACE_VIRTUAL_GPUS=N or adplace.config.set_virtual_gpus(N) for virtual GPUs).")
+            note = ""
+            if spec.job not in (None, "localhost"):  # e.g. /job:ps from tf.train.replica_device_setter
+                note = (f" The job '{spec.job}' does not exist in this process, which has only /job:localhost; "
+                        f"running ops on /job:{spec.job} needs a cluster (tf.train.Server), which adplace's "
+                        f"distributed support, a later feature, will provide.")
+                fix = (f"\nFix: to run in this process, build the graph without /job:{spec.job} devices (for example "
+                       f"without tf.train.replica_device_setter); allow_soft_placement never changes a job.")
+            elif spec.device_type == "GPU" and not any(d.device_type == "GPU" for d in self._devices):
+                note = (" The requested device appears to be a GPU, but no GPU exists here (set "
+                        "ADPLACE_VIRTUAL_GPUS=N or adplace.config.set_virtual_gpus(N) for virtual GPUs).")
             return (f"{head}{{{{node {op.name}}}}} was explicitly assigned to {request} but available devices are "
                     f"[ {', '.join(self._device_names)} ]. Make sure the device specification refers to a valid "
-                    f"device.{gpu_note}{fix}")
+                    f"device.{note}{fix}")
         kernel_dt = kernel_dtype(op)
         return (f"{head}Could not satisfy explicit device specification '{request}' because no supported kernel for "
                 f"{spec.device_type} devices is available ({op.type} has no {spec.device_type} kernel for "

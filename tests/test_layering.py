@@ -127,6 +127,21 @@ def test_devices_and_placement_sit_below_ops_and_runtime():
     assert _violations("placement", ("adplace.ops", "adplace.runtime", "adplace.kernels")) == []
 
 
+def test_observing_sits_on_top_and_optional_libraries_load_lazily():
+    """The profiler and timeline read what runs produce; nothing that builds, places or runs imports them. The
+    extras they and the executor use (matplotlib, threadpoolctl) are imported only inside functions."""
+    observers = ("adplace.profiler", "adplace.client")
+    for layer in ("framework", "ops", "runtime", "kernels", "placement", "train", "gradients", "layers"):
+        assert _violations(layer, observers) == [], layer
+    extras = ("matplotlib", "threadpoolctl", "cupy")
+    for layer in ("profiler", "client", "runtime"):
+        target = PACKAGE_DIR / layer
+        paths = sorted(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
+        eager = [(p.name, m) for p in paths for m, function in _imports(p)
+                 if function is None and any(m == e or m.startswith(e + ".") for e in extras)]
+        assert eager == [], layer
+
+
 def _run_python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60,
                           cwd=str(PACKAGE_DIR.parent))

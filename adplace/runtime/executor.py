@@ -9,10 +9,12 @@ large plans run in a tight interpreter loop, and switch to straight-line code on
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, NamedTuple
 
 import numpy as np
 
+from adplace.framework import errors
 from adplace.framework.operation import is_variable_op
 from adplace.framework.registry import kernel_factory
 from adplace.kernels.cpu import unfed_placeholder_error
@@ -75,6 +77,26 @@ def _as_tuple(slots) -> tuple:
     return (slots,) if type(slots) is int else slots
 
 
+def deadline_exceeded() -> errors.DeadlineExceededError:
+    """What TF raises when a step outlives its deadline."""
+    return errors.DeadlineExceededError(None, None, "Timed out waiting for notification")
+
+
+def run_step(kernel, in_slots, out_slots, slots):
+    """Run one step's kernel on its input slots and store its outputs; returns the kernel's result."""
+    if type(in_slots) is int:
+        result = kernel(slots[in_slots])
+    else:
+        result = kernel(*[slots[i] for i in in_slots])
+    if type(out_slots) is int:
+        slots[out_slots] = result
+    elif out_slots:
+        for slot, value in zip(out_slots, result):
+            if slot is not None:
+                slots[slot] = value
+    return result
+
+
 class Plan:
     """A compiled (fetches, feeds) signature and the callable that runs it.
 
@@ -91,14 +113,19 @@ class Plan:
         self.fetch_slots, self.fetch_copies = fetch_slots, fetch_copies
         self.transfers = tuple(transfer_at[i] for i in sorted(transfer_at))
         self.num_transfers, self.has_writes = len(transfer_at), has_writes
+        self.feed_tensors: list = []
+        self.mode = "sequential"       # or "parallel" (set by the session's StepRunner)
+        self.parallel_run = None       # the threaded runner, when mode is "parallel"
+        self.prediction = None         # (measured sequential ns, predicted parallel ns) when the cost model ran
         self.runs = 0
         self._code = None
         self._first_line = 0
-        self.fn: Callable = _NOTHING
+        self.fn: Callable = _NOTHING          # what Session.run calls: `sequential`, or a parallel/limited wrapper
+        self.sequential: Callable = _NOTHING  # the plan run in the caller's thread, step by step
 
     def finish(self) -> "Plan":
         """Pick how the plan runs: small plans compile to straight-line code at once, others start interpreted."""
-        self.fn = self._interpreter() if len(self.kernels) > 64 else self._compile()
+        self.fn = self.sequential = self._interpreter() if len(self.kernels) > 64 else self._compile()
         return self
 
     def step(self, index: int) -> Step:
@@ -116,7 +143,7 @@ class Plan:
     def tier_up(self) -> None:
         """Switch a hot interpreted plan to straight-line code (when it is not too large to compile)."""
         if self._code is None and len(self.kernels) <= CODEGEN_MAX_STEPS:
-            self.fn = self._compile()
+            self.fn = self.sequential = self._compile()
 
     def _fetch_expr(self, i: int, slot: int) -> str:
         return f"{'_fetch_copy' if self.fetch_copies[i] else '_fetch_value'}(v{slot})"
@@ -148,11 +175,20 @@ class Plan:
         self._code = namespace["run"].__code__
         return namespace["run"]
 
+    @property
+    def transfer_steps(self) -> dict:
+        """Step index -> Transfer, for the steps that copy a tensor between devices."""
+        return self._transfer_at
+
+    def fetch_converters(self) -> tuple:
+        """(slot, convert) per fetched tensor: how a run turns its slots into fetched values."""
+        return tuple(zip(self.fetch_slots, (_fetch_copy if c else _fetch_value for c in self.fetch_copies)))
+
     def _interpreter(self) -> Callable:
         """A loop over the steps, for plans too large (or too new) to be worth compiling."""
         program = (self.kernels, self.ins, self.outs, self.frees)
         n_slots, feed_slots = self.n_slots, self.feed_slots
-        fetches = tuple(zip(self.fetch_slots, (_fetch_copy if c else _fetch_value for c in self.fetch_copies)))
+        fetches = self.fetch_converters()
 
         def run(feeds):
             slots = [None] * n_slots
@@ -177,6 +213,30 @@ class Plan:
             return [convert(slots[slot]) for slot, convert in fetches]
         return run
 
+    def run_checked(self, feeds, deadline_ns: int | None = None, records: list | None = None) -> list:
+        """A sequential run that checks a deadline between steps and/or records each step's timing.
+
+        `records` gets (step, start ns, end ns, thread id, kernel result) per step. Past `deadline_ns`
+        (time.perf_counter_ns) no further step starts and DeadlineExceededError is raised.
+        """
+        slots = [None] * self.n_slots
+        for slot, value in zip(self.feed_slots, feeds):
+            slots[slot] = value
+        clock, ident = time.perf_counter_ns, threading.get_ident()
+        for index, (kernel, in_slots, out_slots, frees) in enumerate(zip(self.kernels, self.ins, self.outs,
+                                                                        self.frees)):
+            if deadline_ns is not None and clock() > deadline_ns:
+                raise deadline_exceeded()
+            start = clock()
+            result = run_step(kernel, in_slots, out_slots, slots)
+            if records is not None:
+                records.append((index, start, clock(), ident, result))
+            for slot in _as_tuple(frees):
+                slots[slot] = None
+        if deadline_ns is not None and clock() > deadline_ns:
+            raise deadline_exceeded()
+        return [convert(slots[slot]) for slot, convert in self.fetch_converters()]
+
     def failed_step(self, exc: BaseException) -> Step | None:
         """The step whose kernel raised `exc`, from the traceback (no bookkeeping on the hot path)."""
         tb = exc.__traceback__
@@ -186,6 +246,9 @@ class Plan:
                 index = tb.tb_lineno - self._first_line
                 return self.step(index) if 0 <= index < len(self.kernels) else None
             if frame.f_code.co_name == "run" and frame.f_locals.get("program", (None,))[0] is self.kernels:
+                return self.step(frame.f_locals["index"])
+            if frame.f_code.co_name in ("run_checked", "chain") and frame.f_locals.get("index") is not None and \
+                    (frame.f_locals.get("self") is self or frame.f_locals.get("kernels") is self.kernels):
                 return self.step(frame.f_locals["index"])
             tb = tb.tb_next
         return None
@@ -263,6 +326,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             fetch_copies.append(not is_fed and element._op._op_def.is_view)
     plan = Plan(kernels, ins, outs, step_ops, step_devices, transfer_at, len(where), feed_slots, fetch_slots,
                 fetch_copies, has_writes)
+    plan.feed_tensors = feed_tensors
     _schedule_frees(plan, set(fetch_slots))
     return plan.finish()
 
@@ -397,6 +461,10 @@ class KernelContext:
         if journal is None:
             journal = self._steps.journal = []
         return journal
+
+    def use_journal(self, journal: list) -> None:
+        """Make this thread record its variable writes in `journal` (a parallel run shares the caller's)."""
+        self._steps.journal = journal
 
     def commit(self) -> None:
         """Keep this thread's step writes: forget their undo records."""

@@ -5,38 +5,8 @@ Like protobuf messages, they take keyword fields, reject unknown fields with Val
 """
 from __future__ import annotations
 
-import copy
-
-
-class _Message:
-    """A protobuf-like message with a fixed set of fields and default values."""
-
-    _FIELDS: dict = {}
-
-    def __init__(self, **fields):
-        for name, default in self._FIELDS.items():
-            object.__setattr__(self, name, copy.deepcopy(default))
-        for name, value in fields.items():
-            if name not in self._FIELDS:
-                raise ValueError(f'Protocol message {type(self).__name__} has no "{name}" field.')
-            setattr(self, name, value)
-
-    def __setattr__(self, name, value):
-        if name not in self._FIELDS:
-            raise AttributeError(f"Assignment not allowed (no field \"{name}\" in protocol message object "
-                                 f"{type(self).__name__}).")
-        object.__setattr__(self, name, value)
-
-    def __eq__(self, other):
-        return type(other) is type(self) and vars(self) == vars(other)
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in vars(self).items() if v != self._FIELDS[k]}
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
-
-    def CopyFrom(self, other) -> None:  # noqa: N802 - protobuf's name
-        for name in self._FIELDS:
-            object.__setattr__(self, name, copy.deepcopy(getattr(other, name)))
+from adplace.runtime.message import _Message
+from adplace.runtime.step_stats import StepStats
 
 
 class GPUOptions(_Message):
@@ -72,12 +42,6 @@ class RunOptions(_Message):
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
     _FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "inter_op_thread_pool": 0, "output_partition_graphs": False,
                "report_tensor_allocations_upon_oom": False}
-
-
-class StepStats(_Message):
-    """Per-device execution records of a traced run (filled by the profiler layer)."""
-
-    _FIELDS = {"dev_stats": []}
 
 
 class RunMetadata(_Message):

@@ -12,6 +12,7 @@ import collections
 import contextlib
 import gc
 import logging
+import time
 from typing import Callable
 
 import numpy as np
@@ -25,6 +26,8 @@ from adplace.framework.session_stack import default_session
 from adplace.placement import PlacementTable, Placer
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
 from adplace.runtime.options import ConfigProto, RunMetadata, RunOptions
+from adplace.runtime.step_runner import StepRunner, clock_pair
+from adplace.runtime.step_stats import build_step_stats
 
 _DeviceAttributes = collections.namedtuple("_DeviceAttributes",
                                            ["name", "device_type", "memory_limit_bytes", "incarnation"])
@@ -183,10 +186,11 @@ class BaseSession:
         self._placement = PlacementTable(self._devices)
         self._placer = Placer(self._placement, self._config.allow_soft_placement, self._config.log_device_placement)
         self._ctx = KernelContext(self._placement)
+        self._runner = StepRunner(self._config, self._ctx)
+        self._timeout_ms = self._config.operation_timeout_in_ms
         self._runs: dict = {}
         self.transfers_executed = 0
         self._default_ctx = None
-        self._warned_options = False
         if self._config.log_device_placement:
             self._print_device_mapping()
 
@@ -243,18 +247,21 @@ class BaseSession:
                 self._runs[key] = compiled
         elif len(self._placement.device_by_op_id) != len(self._graph._ops):
             self._place()  # TF places a grown graph on the next run: errors and log lines for new ops surface now
-        if options is not None or run_metadata is not None:
-            self._check_run_options(options, run_metadata)
         feeds = [convert(value) for convert, value in zip(compiled.feed_converters, feed_dict.values())] \
             if feed_dict else ()
+        if options is not None or run_metadata is not None or self._timeout_ms:
+            return self._execute_observed(compiled.plan, feeds, compiled.build, options, run_metadata)
         return self._execute(compiled.plan, feeds, compiled.build)
 
-    def _execute(self, plan: Plan, feeds, build: Callable):
-        """Run a plan and build the fetch structure; on any failure every variable write of the step is undone."""
+    def _execute(self, plan: Plan, feeds, build: Callable, observed: Callable | None = None):
+        """Run a plan and build the fetch structure; on any failure every variable write of the step is undone.
+
+        `observed`, when given, runs the plan instead of plan.fn (a traced run, or one with a deadline).
+        """
         ctx = self._ctx
         silent = _enter_silent()
         try:
-            result = build(plan.fn(feeds))
+            result = build(plan.fn(feeds) if observed is None else observed())
         except BaseException as exc:
             if plan.has_writes:
                 ctx.rollback()
@@ -269,18 +276,25 @@ class BaseSession:
         self.transfers_executed += plan.num_transfers
         plan.runs += 1
         if plan.runs == TIER_UP_AFTER_RUNS:
-            plan.tier_up()
+            self._runner.tier_up(plan)
         return result
 
-    def _check_run_options(self, options, run_metadata) -> None:
+    def _execute_observed(self, plan: Plan, feeds, build: Callable, options, run_metadata):
+        """A run with RunOptions: step stats when traced, DeadlineExceededError past the timeout."""
         if options is not None and not isinstance(options, RunOptions):
             raise TypeError(f"options must be a tf.RunOptions, got {type(options).__name__}")
         if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
             raise TypeError(f"run_metadata must be a tf.RunMetadata, got {type(run_metadata).__name__}")
-        if options is not None and (options.trace_level or options.timeout_in_ms) and not self._warned_options:
-            self._warned_options = True
-            _log.warning("RunOptions.trace_level and timeout_in_ms are accepted but not acted on yet: step stats "
-                         "and deadlines come with adplace's tracing executor.")
+        timeout_ms = options.timeout_in_ms if options is not None and options.timeout_in_ms > 0 else self._timeout_ms
+        deadline = time.perf_counter_ns() + int(timeout_ms * 1_000_000) if timeout_ms > 0 else None
+        records = [] if options is not None and options.trace_level > RunOptions.NO_TRACE else None
+        if deadline is None and records is None:
+            return self._execute(plan, feeds, build)
+        epoch_ns, perf_ns = clock_pair()
+        result = self._execute(plan, feeds, build, lambda: self._runner.run_observed(plan, feeds, deadline, records))
+        if records is not None and run_metadata is not None:
+            run_metadata.step_stats = build_step_stats(plan, records, self._devices, epoch_ns, perf_ns)
+        return result
 
     def _compile(self, fetches, feed_dict) -> _CompiledRun:
         if not self._graph._ops:
@@ -296,6 +310,7 @@ class BaseSession:
         self._place()
         with _gc_paused():
             plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
+            self._runner.prepare(plan)
         return _CompiledRun(plan, [_feed_converter(t) for t in feed_tensors], mapper.build)
 
     def plan_for(self, fetches, feed_dict=None) -> Plan:
@@ -314,13 +329,16 @@ class BaseSession:
             self._check_open()
             if len(feed_args) != len(converters):
                 raise ValueError(f"Expected {len(converters)} feed values, got {len(feed_args)}")
-            return execute(compiled.plan, [c(v) for c, v in zip(converters, feed_args)], build)
+            feeds = [c(v) for c, v in zip(converters, feed_args)]
+            if self._timeout_ms:
+                return self._execute_observed(compiled.plan, feeds, build, None, None)
+            return execute(compiled.plan, feeds, build)
         return callable_fn
 
     def _op_error(self, plan: Plan, exc: BaseException) -> BaseException:
         """Turn a kernel's exception into the adplace.errors class TF raises, naming the op and the device."""
         step = plan.failed_step(exc)
-        if step is None:
+        if step is None or isinstance(exc, errors.DeadlineExceededError):
             return exc
         op, device = step.op, step.device.name
         where = f"\n\t [[{{{{node {op.name}}}}} = {op.type} on {device}]]"
@@ -346,6 +364,7 @@ class BaseSession:
         """Release the session's variables and plans; later runs raise RuntimeError."""
         self._closed = True
         self._runs.clear()
+        self._runner.close()
         self._ctx = None
 
     def as_default(self):

@@ -1,10 +1,11 @@
-"""adplace.train: device setters now; optimizers and tower helpers build on the gradients layer."""
+"""adplace.train: device setters, optimizers, savers and the multi-GPU tower helpers (parallel.py)."""
 from adplace.train.adagrad import AdagradOptimizer
 from adplace.train.adam import AdamOptimizer
 from adplace.train.device_setter import PS_OPS, STANDARD_PS_OPS, assign_to_device, replica_device_setter
 from adplace.train.gradient_descent import GradientDescentOptimizer
 from adplace.train.momentum import MomentumOptimizer
 from adplace.train.optimizer import Optimizer
+from adplace.train.parallel import average_gradients, make_parallel
 from adplace.train.rmsprop import RMSPropOptimizer
 from adplace.train.checkpoint_management import (CheckpointReader, CheckpointState, NewCheckpointReader,
                                                   checkpoint_exists, get_checkpoint_mtimes, get_checkpoint_state,
@@ -20,3 +21,4 @@ __all__ += ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver
             "load_variable", "remove_checkpoint", "update_checkpoint_state"]
 __all__ += ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
             "RMSPropOptimizer", "create_global_step", "get_global_step", "get_or_create_global_step", "global_step"]
+__all__ += ["average_gradients", "make_parallel"]

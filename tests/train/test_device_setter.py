@@ -1,0 +1,188 @@
+"""Tests for adplace/train/device_setter.py: replica_device_setter's TF devices (5 variables over 2 ps tasks, variable
+scopes, clusters, merge rules), tf.contrib.training's GreedyLoadBalancingStrategy and byte_size_load_fn, and the
+placement error for a graph that needs a cluster. The basic setter and assign_to_device cases live in
+tests/test_train_device_setter.py."""
+import numpy as np
+import pytest
+
+import adplace as tf
+from adplace.errors import InvalidArgumentError
+
+CLUSTER = {"ps": ["ps0:2222", "ps1:2222"], "worker": ["worker0:2222", "worker1:2222", "worker2:2222"]}
+ROUND_ROBIN_5 = ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0"]
+
+
+def tf_device_of(op, variable_devices: dict[str, str]) -> str:
+    """What TF 1.x requests for `op` built under replica_device_setter: the ps task for a variable and its `read`
+    (colocate_with copies the variable's device), nothing for a get_variable initializer (built under device(None)
+    and colocated with the variable), /job:worker for every other op (initial values, Assign, the model)."""
+    owner = op.name.rsplit("/", 1)[0]
+    if op.type == "VariableV2":
+        return variable_devices[op.name]
+    if op.name.endswith("/read"):
+        return variable_devices[owner]
+    return "" if "/Initializer/" in op.name else "/job:worker"
+
+
+def five_variables() -> list:
+    """Two tf.Variables and three tf.get_variables under nested variable scopes, plus a model using them all."""
+    a = tf.Variable(tf.zeros([2]), name="a")
+    b = tf.Variable(1.0, name="b")
+    with tf.variable_scope("layer1"):
+        w1 = tf.get_variable("w", [3, 2])
+        with tf.variable_scope("inner"):
+            w2 = tf.get_variable("w", [2], initializer=tf.zeros_initializer())
+    with tf.variable_scope("layer2"):
+        w3 = tf.get_variable("w", [2])
+    tf.reduce_sum(tf.matmul(tf.ones([1, 3]), w1) + a + w2 + w3) * b
+    return [a, b, w1, w2, w3]
+
+
+@pytest.mark.parametrize("setter_args", [{"ps_tasks": 2}, {"cluster": CLUSTER}], ids=["ps_tasks", "cluster"])
+def test_five_variables_round_robin_over_two_ps_tasks(setter_args):
+    with tf.device(tf.train.replica_device_setter(**setter_args)):
+        variables = five_variables()
+    assert [v.op.type for v in variables] == ["VariableV2"] * 5
+    assert [v.device for v in variables] == ROUND_ROBIN_5
+    assert [v.name for v in variables] == ["a:0", "b:0", "layer1/w:0", "layer1/inner/w:0", "layer2/w:0"]
+    variable_devices = dict(zip([v.op.name for v in variables], ROUND_ROBIN_5, strict=True))
+    ops = tf.get_default_graph().get_operations()
+    assert [op.device for op in ops] == [tf_device_of(op, variable_devices) for op in ops]
+    assert {op.device for op in ops if op.type == "Assign"} == {"/job:worker"}
+    assert {op.device for op in ops if "/Initializer/" in op.name} == {""}
+
+
+def test_cluster_spec_like_object_with_as_dict():
+    class ClusterSpec:
+        def as_dict(self):
+            return {"ps": {0: "ps0:2222", 1: "ps1:2222", 2: "ps2:2222"}, "worker": ["w0:2222"]}
+
+    with tf.device(tf.train.replica_device_setter(cluster=ClusterSpec())):
+        variables = [tf.Variable(float(i)) for i in range(4)]
+    assert [v.device for v in variables] == ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:2", "/job:ps/task:0"]
+
+
+@pytest.mark.parametrize("cluster", [["ps0:2222"], "ps0:2222"])
+def test_cluster_that_is_not_a_dict_is_a_type_error(cluster):
+    with pytest.raises(TypeError, match="`cluster` must be a dictionary"):
+        tf.train.replica_device_setter(cluster=cluster)
+
+
+def test_cluster_with_a_malformed_or_absent_ps_job():
+    with pytest.raises(TypeError, match="tasks for job 'ps' must be a list"):
+        tf.train.replica_device_setter(cluster={"ps": 2})
+    assert tf.train.replica_device_setter(cluster={"ps": None, "worker": ["w:1"]}) is None
+    assert tf.train.replica_device_setter(cluster={"ps": [], "worker": ["w:1"]}) is None
+    assert tf.train.replica_device_setter(ps_device="/job:params", cluster=CLUSTER) is None
+
+
+def test_counter_advances_when_an_inner_scope_names_the_ps_job():
+    """TF calls the strategy whenever the op's job is unset or is the ps job, even if an inner task then wins."""
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2)):
+        v0 = tf.Variable(0.0)
+        with tf.device("/job:ps/task:0"):
+            v1 = tf.Variable(1.0)        # strategy says task 1, the inner task:0 wins, the counter moves on
+        with tf.device("/job:local"):
+            v2 = tf.Variable(2.0)        # another job: the strategy is not asked
+        v3 = tf.Variable(3.0)
+    assert [v.device for v in (v0, v1, v2, v3)] == ["/job:ps/task:0", "/job:ps/task:0", "/job:local",
+                                                    "/job:ps/task:0"]
+
+
+def test_empty_ps_or_worker_device():
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, ps_device="", worker_device="")):
+        v = tf.Variable(1.0)
+        with tf.device("/cpu:0"):
+            y = v * 2.0
+    assert v.device == "" and y.device == "/device:CPU:0"
+
+
+def test_setter_result_none_clears_outer_scopes():
+    with tf.device("/gpu:0"), tf.device(tf.train.replica_device_setter(ps_tasks=0)):
+        v = tf.Variable(1.0)
+    assert v.device == ""
+
+
+# --- GreedyLoadBalancingStrategy, byte_size_load_fn ---------------------------------------------------------------
+
+SHAPES = ([100], [10], [10], [50])  # float32: 400, 40, 40, 200 bytes
+
+
+def variables_of_sizes(ps_strategy) -> list[str]:
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, ps_strategy=ps_strategy)):
+        return [tf.Variable(tf.zeros(shape)).device for shape in SHAPES]
+
+
+def test_greedy_strategy_puts_each_variable_on_the_least_loaded_task():
+    greedy = tf.contrib.training.GreedyLoadBalancingStrategy(2, tf.contrib.training.byte_size_load_fn)
+    # loads after each variable: (400, 0), (400, 40), (400, 80), (400, 280)
+    assert variables_of_sizes(greedy) == ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:1", "/job:ps/task:1"]
+    np.testing.assert_array_equal(greedy._ps_loads, [400, 280])
+    tf.reset_default_graph()
+    assert variables_of_sizes(None) == ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0", "/job:ps/task:1"]
+
+
+def test_greedy_ties_go_to_the_lowest_task():
+    ops = [tf.NodeDef(op="VariableV2") for _ in range(5)]
+    assert [tf.contrib.training.GreedyLoadBalancingStrategy(3, lambda op: 1.0)(op) for op in ops] == [0] * 5
+    equal = tf.contrib.training.GreedyLoadBalancingStrategy(3, lambda op: 1.0)
+    assert [equal(op) for op in ops] == [0, 1, 2, 0, 1]
+    nothing = tf.contrib.training.GreedyLoadBalancingStrategy(3, lambda op: 0.0)
+    assert [nothing(op) for op in ops] == [0] * 5
+
+
+def test_byte_size_of_variables_and_single_output_ops():
+    size = tf.contrib.training.byte_size_load_fn
+    assert size(tf.Variable(tf.zeros([3, 4])).op) == 48
+    assert size(tf.Variable(np.float64(1.0)).op) == 8
+    assert size(tf.get_variable("counts", [5], dtype=tf.int64).op) == 40
+    assert size(tf.constant(np.ones([2, 2], np.int32)).op) == 16
+
+
+def test_byte_size_falls_back_on_the_shape_attr_and_otherwise_raises():
+    size = tf.contrib.training.byte_size_load_fn
+    with pytest.raises(ValueError, match=r"Shape <unknown> is not fully defined.*'Placeholder'"):
+        size(tf.placeholder(tf.float32).op)
+    with pytest.raises(ValueError, match=r"Shape \(\?, 3\) is not fully defined"):
+        size(tf.placeholder(tf.float32, [None, 3]).op)
+    with pytest.raises(ValueError, match="Operation 'Identity' has no attr named 'shape'"):
+        size(tf.identity(tf.placeholder(tf.float32)).op)
+    with pytest.raises(ValueError, match=r"Op 'split' \(Split\) must have a single output; it has 2"):
+        size(tf.split(tf.zeros([4]), 2)[0].op)
+    with pytest.raises(ValueError, match="must have a single output; it has 0"):
+        size(tf.no_op())
+
+
+def test_greedy_strategy_is_tf_contrib_training():
+    from adplace.train import device_setter
+    assert tf.contrib.training.GreedyLoadBalancingStrategy is device_setter.GreedyLoadBalancingStrategy
+    assert tf.contrib.training.byte_size_load_fn is device_setter.byte_size_load_fn
+
+
+# --- running needs a cluster ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_running_a_replicated_graph_fails_at_placement_naming_the_job(soft):
+    with tf.device(tf.train.replica_device_setter(cluster=CLUSTER)):
+        variables = five_variables()
+    assert [v.device for v in variables] == ROUND_ROBIN_5  # building and inspecting need no cluster
+    sess = tf.Session(config=tf.ConfigProto(allow_soft_placement=soft))
+    with pytest.raises(InvalidArgumentError, match=r"^Cannot assign a device for operation zeros: "
+                       r"\{\{node zeros\}\} was explicitly assigned to /job:worker but available devices "
+                       r"are \[ /job:localhost/replica:0/task:0/device:CPU:0 \]\. .*The job 'worker' does not exist in "
+                       r"this process.*needs a cluster"):
+        sess.run(tf.global_variables_initializer())
+
+
+def test_a_ps_job_fails_at_placement_naming_the_variable():
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, worker_device="")):
+        v = tf.Variable(1.0, name="v")
+        y = v * 2.0
+    sess = tf.Session()
+    with pytest.raises(InvalidArgumentError) as failure:
+        sess.run(y)
+    message = str(failure.value)
+    assert message.startswith("Cannot assign a device for operation v: {{node v}} was explicitly assigned to "
+                              "/job:ps/task:0 but available devices are")
+    assert "The job 'ps' does not exist in this process" in message
+    assert "distributed support" in message and "without tf.train.replica_device_setter" in message
