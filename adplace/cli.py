@@ -104,11 +104,15 @@ def _towers() -> None:
     print(value)
 
 
-def _gradient_colocation() -> None:
-    """ADCME's `gradients(c, a, colocate=true)`: where each gradient op runs, with colocation on and off."""
+def _gradient_colocation(trace_dir: str) -> None:
+    """ADCME's `gradients(c, a, colocate=true)`: where each gradient op runs with colocation on and off, and a
+    traced run of each (`run_profile`/`save_profile`) saved as Chrome trace JSON and compared."""
     import adplace as tf
+    from adplace import profiler
 
     expected = -np.sin(np.sin(1.0)) * np.cos(1.0)
+    summaries = {}
+    os.makedirs(trace_dir, exist_ok=True)
     for colocate in (True, False):
         a, b, c = _adcme_graph()
         g, = tf.gradients(c, a, colocate_gradients_with_ops=colocate)
@@ -120,6 +124,12 @@ def _gradient_colocation() -> None:
             for op in tf.get_default_graph().get_operations():
                 if op.name.startswith("gradients/"):
                     print(f"  {op.name:<28} {op.type:<8} {sess.placement(op)}")
+            tf.run_profile(sess, g + c)
+            path = tf.save_profile(os.path.join(trace_dir, f"colocate_{str(colocate).lower()}.json"))
+            summaries[f"colocate={colocate}"] = profiler.step_summary(profiler.last_run_metadata().step_stats)
+            print(f"  traced run of g + c saved to {path} (open in chrome://tracing or ui.perfetto.dev)")
+    print("traced run of g + c, ops per device and cross-device transfers:")
+    print(profiler.format_comparison(summaries))
 
 
 def _polynomial_fit(steps: int) -> None:
@@ -129,15 +139,6 @@ def _polynomial_fit(steps: int) -> None:
     tf.reset_default_graph()
     num_gpus = max(1, min(2, sum(d.device_type == "GPU" for d in tf.config.list_devices())))
 
-    def make_parallel(fn, num_gpus, **kwargs):
-        in_splits = {k: tf.split(v, num_gpus) for k, v in kwargs.items()}
-        out_split = []
-        for i in range(num_gpus):
-            with tf.device(tf.DeviceSpec(device_type="GPU", device_index=i)):
-                with tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
-                    out_split.append(fn(**{k: v[i] for k, v in in_splits.items()}))
-        return tf.concat(out_split, axis=0)
-
     def model(x, y):
         w = tf.get_variable("w", shape=[3, 1])
         f = tf.stack([tf.square(x), x, tf.ones_like(x)], 1)
@@ -145,7 +146,7 @@ def _polynomial_fit(steps: int) -> None:
         return tf.square(yhat - y)
 
     x, y = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
-    loss = make_parallel(model, num_gpus, x=x, y=y)
+    loss = tf.train.make_parallel(model, num_gpus, x=x, y=y)
     mean_loss = tf.reduce_mean(loss)
     train_op = tf.train.AdamOptimizer(0.1).minimize(mean_loss, colocate_gradients_with_ops=True)
     rng = np.random.default_rng(0)
@@ -170,7 +171,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     _section("Multi-tower: one matmul per GPU, add_n on the CPU")
     _towers()
     _section("Gradient colocation: ADCME's gradients(c, a, colocate=true)")
-    _gradient_colocation()
+    _gradient_colocation(args.trace_dir)
     _section("Data-parallel polynomial fit on 2 GPUs: Adam, colocate_gradients_with_ops=True")
     _polynomial_fit(args.steps)
     return 0
@@ -192,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--virtual-gpus", type=int, metavar="N", help="use N virtual GPUs instead of real ones")
     demo.add_argument("--steps", type=int, default=1000, metavar="N", help="training steps of the polynomial fit "
                       "(default 1000)")
+    demo.add_argument("--trace-dir", default="adplace-traces", metavar="DIR", help="where the colocation example "
+                      "writes its two Chrome traces (default ./adplace-traces)")
     demo.set_defaults(run=_cmd_demo)
     return parser
 

@@ -1,4 +1,5 @@
 """Tests for adplace/cli.py and the README's promises about it."""
+import json
 import re
 import subprocess
 import sys
@@ -20,9 +21,9 @@ def _no_virtual_gpus(monkeypatch):
     devices.set_virtual_gpus(None)
 
 
-def test_demo_uses_two_virtual_gpus_without_a_gpu_and_says_so(capsys, monkeypatch):
+def test_demo_uses_two_virtual_gpus_without_a_gpu_and_says_so(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(devices, "cuda_gpus", lambda: ())
-    assert cli.main(["demo"]) == 0
+    assert cli.main(["demo", "--trace-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "No GPU found: using 2 virtual GPUs" in out
     assert "a: (VariableV2): /job:localhost/replica:0/task:0/device:CPU:0" in out
@@ -40,6 +41,12 @@ def test_demo_uses_two_virtual_gpus_without_a_gpu_and_says_so(capsys, monkeypatc
     assert re.search(r"gradients/b_grad/Cos +Cos +\S+device:GPU:0", on)
     assert re.search(r"gradients/c_grad/Sin +Sin +\S+device:CPU:0", on)
     assert re.search(r"gradients/c_grad/Sin +Sin +\S+device:GPU:0", off.split("==")[0])
+    # both traced runs saved as Chrome traces, then compared: colocation keeps Cos's gradient on the CPU, which
+    # costs one more copy (its product goes back to GPU:0 for Sin's gradient)
+    for colocate in ("true", "false"):
+        trace = json.loads((tmp_path / f"colocate_{colocate}.json").read_text())
+        assert {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"} >= {"Sin", "Cos", "_Recv"}
+    assert re.search(r"colocate=True +9 +4 +4 +16\n", out) and re.search(r"colocate=False +3 +10 +3 +12\n", out)
     # the polynomial fit: loss every 100 steps, falling; w near [5, 0, 3]
     losses = [float(v) for v in re.findall(r"step +\d+ +loss +(\S+)", out)]
     assert len(losses) == 10 and losses[-1] < losses[0] / 5
@@ -74,9 +81,9 @@ def test_help_lists_both_subcommands():
     assert "devices" in text and "demo" in text
 
 
-def test_console_script_runs_demo():
-    result = subprocess.run([sys.executable, "-m", "adplace.cli", "demo", "--virtual-gpus", "2", "--steps", "100"],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+def test_console_script_runs_demo(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "adplace.cli", "demo", "--virtual-gpus", "2", "--steps", "100",
+                             "--trace-dir", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "Using 2 virtual GPU(s) as asked" in result.stdout
 

@@ -234,19 +234,7 @@ class BaseSession:
     # --- running ----------------------------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Run the ops needed for `fetches` (nested lists/tuples/dicts/namedtuples of tensors, ops or names)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        try:
-            key = (_structure_key(fetches), tuple(feed_dict) if feed_dict else ())
-            compiled = self._runs.get(key)
-        except TypeError:  # unhashable fetch or feed key: compile without caching
-            key, compiled = None, None
-        if compiled is None:
-            compiled = self._compile(fetches, feed_dict)
-            if key is not None:
-                self._runs[key] = compiled
-        elif len(self._placement.device_by_op_id) != len(self._graph._ops):
-            self._place()  # TF places a grown graph on the next run: errors and log lines for new ops surface now
+        compiled = self._cached(fetches, feed_dict)
         feeds = [convert(value) for convert, value in zip(compiled.feed_converters, feed_dict.values())] \
             if feed_dict else ()
         if options is not None or run_metadata is not None or self._timeout_ms:
@@ -313,10 +301,26 @@ class BaseSession:
             self._runner.prepare(plan)
         return _CompiledRun(plan, [_feed_converter(t) for t in feed_tensors], mapper.build)
 
+    def _cached(self, fetches, feed_dict) -> _CompiledRun:
+        """The compiled run for this (fetches, feed keys) signature, compiled on first use."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        try:
+            key = (_structure_key(fetches), tuple(feed_dict) if feed_dict else ())
+            compiled = self._runs.get(key)
+        except TypeError:  # unhashable fetch or feed key: compile without caching
+            key, compiled = None, None
+        if compiled is None:
+            compiled = self._compile(fetches, feed_dict)
+            if key is not None:
+                self._runs[key] = compiled
+        elif len(self._placement.device_by_op_id) != len(self._graph._ops):
+            self._place()  # TF places a grown graph on the next run: errors and log lines for new ops surface now
+        return compiled
+
     def plan_for(self, fetches, feed_dict=None) -> Plan:
-        """The compiled plan `run(fetches, feed_dict)` uses (for inspection: steps, transfers)."""
-        self._check_open()
-        return self._compile(fetches, feed_dict).plan
+        """The plan `run(fetches, feed_dict)` uses, the same object runs use (steps, transfers, mode, runs)."""
+        return self._cached(fetches, feed_dict).plan
 
     def make_callable(self, fetches, feed_list=None) -> Callable:
         """A function running `fetches` with positional feeds for `feed_list`, skipping all per-run lookups."""
