@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 
-from adplace.framework.default_graph import colocate_with, control_dependencies, name_scope
+from adplace.framework.default_graph import colocate_with, control_dependencies, device, name_scope
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import register_op
 from adplace.ops import array_ops
@@ -31,8 +31,20 @@ def group(*inputs, name: str | None = None) -> Operation:
     deps = [x.op if isinstance(x, Tensor) else x for x in flat]
     deps = [getattr(d, "op", d) if not isinstance(d, Operation) else d for d in deps]
     with name_scope(name, "group_deps") as scope:
-        with control_dependencies(deps):
+        by_device: dict[str, list] = {}  # TF groups per requested device: one NoOp per device, then one root
+        for op in deps:
+            by_device.setdefault(op.device, []).append(op)
+        if len(by_device) <= 1:
+            return _no_op_on(next(iter(by_device), ""), deps, scope)
+        per_device = [_no_op_on(dev, by_device[dev], None) for dev in sorted(by_device)]
+        with control_dependencies(per_device):
             return no_op(name=scope)
+
+
+def _no_op_on(dev: str, deps: list, name: str | None) -> Operation:
+    """A NoOp after `deps`, under device `dev` (TF's _GroupControlDeps)."""
+    with control_dependencies(deps), device(dev):
+        return no_op(name=name)
 
 
 def with_dependencies(dependencies, output_tensor: Tensor, name: str | None = None) -> Tensor:

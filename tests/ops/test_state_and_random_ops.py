@@ -431,6 +431,23 @@ def test_group_runs_all_inputs():
         assert sess.run([a, b]) == [2.0, 20.0]
 
 
+def test_group_makes_one_no_op_per_device_under_a_root(gpus):
+    """TF's group: inputs on one device give one NoOp on that device; several devices give a NoOp per device
+    (sorted by device string) under a root NoOp that follows the caller's device scope."""
+    with tf.device("/gpu:1"):
+        a = tf.constant(1.0)
+    with tf.device("/gpu:0"):
+        b = tf.constant(2.0)
+    with tf.device("/cpu:0"):
+        root = tf.group(a, b, name="both")
+        single = tf.group(a, name="single")
+    assert (root.name, root.device) == ("both", "/device:CPU:0")
+    assert [(op.name, op.device) for op in root.control_inputs] == [("both/NoOp", "/device:GPU:0"),
+                                                                   ("both/NoOp_1", "/device:GPU:1")]
+    assert (single.name, single.device) == ("single", "/device:GPU:1")
+    tf.Session().run(root)
+
+
 def test_group_accepts_nested_lists_and_name():
     a = tf.Variable(0.0)
     ops = [tf.assign_add(a, 1.0), [tf.assign_add(a, 2.0).op]]
