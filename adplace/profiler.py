@@ -165,7 +165,8 @@ def plot_timeline(run_metadata_or_step_stats, path: str) -> str:
     """Draw a traced run as a per-device Gantt chart (one row per device and lane) and save it to `path`.
 
     Boxes are ops coloured by type and labelled when wide enough; copies are hatched boxes on the destination row,
-    labelled with the tensor they move, with an arrow from the end of its producer (or from the source device's row). The format follows the extension (.png, .svg, .pdf). Needs matplotlib
+    labelled with the tensor they move, with an arrow from the end of its producer (or from the source device's row).
+    The format follows the extension (.png, .svg, .pdf). Needs matplotlib
     (`pip install "adplace[plot]"`); draws on its own Agg canvas, so pyplot and the global backend are untouched.
     Returns `path`.
     """

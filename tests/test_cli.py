@@ -102,9 +102,9 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
 def test_readme_python_examples_print_what_they_claim(capsys, tmp_path, monkeypatch):
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.+?)```", readme, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     monkeypatch.chdir(tmp_path)
-    for block, value in zip(blocks, ["0.6663667", "[2. 1.]"]):
+    for block, value in zip(blocks, ["0.6663667", "[2. 1.]", "Cos:0 -> GPU:0, 4 bytes"]):
         tf.reset_default_graph()
         exec(compile(block.replace("/tmp/", str(tmp_path) + "/"), "README.md", "exec"), {})
         out = capsys.readouterr().out
@@ -112,3 +112,4 @@ def test_readme_python_examples_print_what_they_claim(capsys, tmp_path, monkeypa
         assert claimed and all(line in out for line in claimed), (claimed, out)
         assert value in out
     assert (tmp_path / "adplace-example.npz").exists()
+    assert json.loads((tmp_path / "true.json").read_text())["traceEvents"]
