@@ -428,6 +428,18 @@ def machine_info() -> dict:
             "numpy": np.__version__, "adplace": getattr(tf, "__version__", "?"), "cpu_count": os.cpu_count()}
 
 
+def write_results(results: dict, path: str) -> None:
+    """Write a benchmark's JSON, warning when adplace's sources changed while it ran."""
+    source = results["adplace_source"]
+    if source["sources_sha1"] != source["sources_sha1_at_start"]:
+        print("warning: adplace's sources changed while the benchmark ran; rerun for numbers of one version")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(results, fh, indent=2)
+        fh.write("\n")
+    print(f"wrote {path}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples; place+plan up to 10^5 ops only")
@@ -546,14 +558,7 @@ def main(argv=None) -> int:
                     "adplace_source": {**source_info(), "sources_sha1_at_start": sources_at_start}, "quick": args.quick, "samples": samples,
                     "repeats": {str(n): scale[n]["repeats"] for n in sizes}, "elapsed_s": elapsed,
                     "targets": TARGETS, "tf1_peer": TF1_PEER, "table": [dict(zip(header, r)) for r in rows]})
-    source = results["adplace_source"]
-    if source["sources_sha1"] != source["sources_sha1_at_start"]:
-        print("warning: adplace's sources changed while the benchmark ran; rerun for numbers of one version")
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(results, fh, indent=2)
-        fh.write("\n")
-    print(f"wrote {args.out}")
+    write_results(results, args.out)
     return 0
 
 

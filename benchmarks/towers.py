@@ -7,9 +7,10 @@ over the same towers on one device, next to the same work in hand-written NumPy 
 
 A tower is a chain of K float32 matmuls h = tf.matmul(h, W_k), k = 1..K (K = 20; 6 with --quick), on a 512x512
 input. Each tower has its own input and its own K weights, all tf.Variables created on the tower's device (the
-input too, so nothing is fed) and initialised from fixed NumPy arrays: input uniform in [-1, 1], W_k Gaussian / sqrt(512)
-(a matmul keeps the values' scale in expectation, so they stay finite). One run fetches the N towers' final h.
-Virtual GPUs compute with NumPy on the host CPUs, so N towers on N virtual GPUs can only go as fast as the CPUs allow.
+input too, so nothing is fed) and initialised from fixed NumPy arrays: input uniform in [-1, 1], W_k Gaussian
+/ sqrt(512) (a matmul keeps the values' scale in expectation, so they stay finite). One run fetches the N towers'
+final h. Virtual GPUs compute with NumPy on the host CPUs, so N towers on N virtual GPUs go at most as fast as
+the CPUs allow.
 
 For N = 1, 2, 4 towers (4 virtual GPUs are configured for every session):
   one device       every tower on /gpu:0, run by a session with ConfigProto(inter_op_parallelism_threads=1,
@@ -27,18 +28,19 @@ The BLAS limit on the NumPy side is entered once per timed call (as adplace ente
 threadpoolctl it is skipped on both sides (adplace then warns) and the output says so.
 
 Reported per N: speed-up = time(one device) / time(N devices); ideal = min(N, CPUs this process may use
-(os.sched_getaffinity, as the executor counts them)); ratio to ideal = speed-up / ideal; the same speed-up for inter=2; and for NumPy, speed-up =
-time(numpy in turn) / time(numpy threads). Target (from the issue): N = 2 speed-up >= 1.7x. Every time is the MEDIAN of
-several samples of one call; the five variants' samples alternate in a rotating order (dispatch.compare), so machine
-noise hits them alike. adplace's fetched values are checked against NumPy's (rtol 1e-4) before timing. Nothing here
-asserts a time.
+(os.sched_getaffinity, as the executor counts them)); ratio to ideal = speed-up / ideal; the same speed-up for
+inter=2; and for NumPy, speed-up = time(numpy in turn) / time(numpy threads). Target (from the issue): N = 2 speed-up
+>= 1.7x. Every time is the MEDIAN of several samples of one call; the five variants' samples alternate in a rotating
+order (dispatch.compare), so machine noise hits them alike. adplace's fetched values are checked against NumPy's
+(rtol 1e-4) before timing. Nothing here asserts a time. The run also reports the CPU time other processes used
+meanwhile (/proc/stat) and warns when they competed for the cores, which understates every speed-up.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import concurrent.futures
 import datetime
-import json
 import os
 import sys
 import tempfile
@@ -50,9 +52,11 @@ import adplace as tf
 from adplace.runtime.thread_pool import available_cpus  # the CPU count the executor sizes its pool by
 
 try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.towers
-    from dispatch import _fmt_time, _sources_digest, compare, machine_info, source_info
+    from dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info, source_info,
+                          write_results)
 except ImportError:  # pragma: no cover - the package-style import
-    from benchmarks.dispatch import _fmt_time, _sources_digest, compare, machine_info, source_info
+    from benchmarks.dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info,
+                                     source_info, write_results)
 
 SIZE = 512
 TOWERS = (1, 2, 4)
@@ -76,17 +80,6 @@ def machine_busy_s() -> float | None:
 def own_cpu_s() -> float:
     times = os.times()
     return times.user + times.system
-
-
-def blas_limiter():
-    """A function returning a context limiting BLAS to one thread, and whether threadpoolctl is there to do it."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        import contextlib
-        return contextlib.nullcontext, False
-    controller = ThreadpoolController()
-    return (lambda: controller.limit(limits=1, user_api="blas")), True
 
 
 def tower_arrays(n: int, k: int) -> list[tuple[np.ndarray, list[np.ndarray]]]:
@@ -113,15 +106,8 @@ def build_towers(arrays, spread: bool):
 
 
 def cached_plan(sess, fetches):
-    """The plan sess.run(fetches) runs, with the mode the adaptive executor gave it.
-
-    sess.plan_for() returns that cached plan where it is the plan runs use; an older plan_for compiled a NEW plan
-    (never run, so its mode says nothing about run()): then take the most-run plan the session cached.
-    """
-    plan = sess.plan_for(fetches)
-    if plan.runs == 0:
-        plan = max((compiled.plan for compiled in sess._runs.values()), key=lambda p: p.runs)
-    return plan
+    """The plan sess.run(fetches) runs, with the mode the adaptive executor gave it."""
+    return sess.plan_for(fetches)
 
 
 def open_session(graph, init, inter: int):
@@ -199,7 +185,9 @@ def main(argv=None) -> int:
 
     k, samples = (6, 5) if args.quick else (20, 15)
     cpus = available_cpus()
-    blas_one, limited = blas_limiter()
+    blas_one = _blas_limit(1)
+    limited = blas_one is not None
+    blas_one = blas_one or contextlib.nullcontext
     load_at_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     busy0, own0 = machine_busy_s(), own_cpu_s()
     started = time.perf_counter()
@@ -279,14 +267,7 @@ def main(argv=None) -> int:
                               "load_average_at_start": load_at_start},
                     "targets": {"towers": TARGET_N, "speedup_min": TARGET_SPEEDUP},
                     "table": [dict(zip(header, row)) for row in rows]})
-    source = results["adplace_source"]
-    if source["sources_sha1"] != source["sources_sha1_at_start"]:
-        print("warning: adplace's sources changed while the benchmark ran; rerun for numbers of one version")
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(results, fh, indent=2)
-        fh.write("\n")
-    print(f"wrote {args.out}")
+    write_results(results, args.out)
     return 0
 
 
