@@ -369,9 +369,15 @@ kernel("Prod")(_reduction(np.multiply.reduce, lambda x, a, k: np.prod(x, axis=a,
 
 
 def _add_n(*xs):
+    """Sum of same-shaped tensors, accumulated in one buffer (no temporary per input)."""
     if len(xs) == 1:
         return np.array(xs[0], copy=True)
-    return functools.reduce(np.add, xs)
+    total = np.add(xs[0], xs[1])
+    if type(total) is not np.ndarray:  # 0-d inputs give a NumPy scalar, which cannot be written in place
+        return functools.reduce(np.add, xs[2:], total)
+    for x in xs[2:]:
+        np.add(total, x, out=total)
+    return total
 
 
 kernel("AddN")(fixed(_add_n))
