@@ -10,6 +10,7 @@ what the placer reads; virtual GPUs run these same NumPy functions.
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -46,6 +47,38 @@ def unfed_placeholder_error(op) -> InvalidArgumentError:
     return InvalidArgumentError(None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
                                 f"{op._attrs['dtype'].name} and shape {dims_text(op._attrs['shape'].as_tuple())}"
                                 f"\n\t [[{{{{node {op.name}}}}}]]")
+
+
+class OutputBuffer:
+    """A kernel's output array from its previous run, handed back for reuse once nothing else refers to it.
+
+    A large output written into fresh memory every step costs page faults (glibc returns big blocks to the OS);
+    TF's allocators keep such memory. The buffer is reused only when the reference count shows that no fetch, view,
+    variable or other thread holds it, so no value anyone can see is overwritten.
+    """
+
+    __slots__ = ("array",)
+    MIN_BYTES = 1 << 18  # below this malloc reuses memory well enough
+
+    def __init__(self):
+        self.array = None
+
+    def get(self, shape: tuple, dtype):
+        """The kept array if it is free and fits (else None, after keeping a new one for next time)."""
+        array = self.array
+        if array is not None and sys.getrefcount(array) == _FREE_REFS and array.shape == shape \
+                and array.dtype == dtype:
+            return array
+        if _FREE_REFS is None or int(np.prod(shape)) * np.dtype(dtype).itemsize < self.MIN_BYTES:
+            self.array = None
+            return None
+        self.array = np.empty(shape, dtype)
+        return self.array
+
+
+# getrefcount(array) in OutputBuffer.get when only the buffer holds it: the slot, the local, the call's argument.
+# Reference counts mean this only on a CPython with the GIL; elsewhere buffers are never reused.
+_FREE_REFS = 3 if sys.implementation.name == "cpython" and getattr(sys, "_is_gil_enabled", lambda: True)() else None
 
 
 def fixed(fn):
@@ -302,12 +335,15 @@ kernel("FloorMod")(_integer_division(np.mod))
 def _matmul(op, ctx):
     ta, tb = op._attrs["transpose_a"], op._attrs["transpose_b"]
 
+    reuse = OutputBuffer()
+
     def matmul(a, b):
         a2, b2 = (a.T if ta else a), (b.T if tb else b)
         if np.ndim(a2) != 2 or np.ndim(b2) != 2 or a2.shape[1] != b2.shape[0]:
             raise InvalidArgumentError(None, op, f"Matrix size-incompatible: In[0]: {dims_text(np.shape(a))}, "
                                        f"In[1]: {dims_text(np.shape(b))}")
-        return a2 @ b2
+        out = reuse.get((a2.shape[0], b2.shape[1]), np.result_type(a2, b2))
+        return a2 @ b2 if out is None else np.matmul(a2, b2, out=out)
     return matmul
 
 

@@ -306,3 +306,33 @@ def test_int32_matmul_on_gpu_without_soft_placement_raises():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="int_mm"):
             sess.run(y)
+
+
+# --- output buffers reused across runs ---------------------------------------------------------------------------------
+def test_output_buffer_is_reused_only_when_nothing_holds_it():
+    from adplace.kernels.cpu import _FREE_REFS, OutputBuffer
+    if _FREE_REFS is None:
+        pytest.skip("reference counts do not prove an array is free on this Python")
+    reuse = OutputBuffer()
+    first = reuse.get((256, 256), np.float32)
+    first_id = id(first)
+    del first
+    assert id(reuse.get((256, 256), np.float32)) == first_id        # nobody held it: the same memory again
+    held = reuse.get((256, 256), np.float32)
+    view = held[:1]
+    del held
+    assert reuse.get((256, 256), np.float32).base is not view.base  # a view keeps it: a new array
+    assert reuse.get((4, 4), np.float32) is None                     # small outputs: plain allocation
+
+
+def test_matmul_results_fetched_earlier_are_never_overwritten():
+    x = tf.placeholder(tf.float32, [300, 300])
+    y = tf.matmul(x, x)
+    total = tf.reduce_sum(y)
+    sess = tf.Session()
+    ones = np.ones((300, 300), np.float32)
+    kept = [sess.run(y, {x: ones * k}) for k in (1, 2, 3)]
+    sums = [sess.run(total, {x: ones * k}) for k in (1, 2, 3, 1)]  # these runs may reuse y's buffer
+    for k, value in zip((1, 2, 3), kept):
+        assert np.all(value == 300 * k * k)
+    assert sums == [300 ** 3 * k * k for k in (1, 2, 3, 1)]
