@@ -10,6 +10,7 @@ what the placer reads; virtual GPUs run these same NumPy functions.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 
 import numpy as np
@@ -58,7 +59,7 @@ class OutputBuffer:
     """
 
     __slots__ = ("array",)
-    MIN_BYTES = 1 << 18  # below this malloc reuses memory well enough
+    MIN_ELEMENTS = 1 << 16  # smaller outputs: malloc reuses their memory well enough, and the check would cost more
 
     def __init__(self):
         self.array = None
@@ -69,7 +70,7 @@ class OutputBuffer:
         if array is not None and sys.getrefcount(array) == _FREE_REFS and array.shape == shape \
                 and array.dtype == dtype:
             return array
-        if _FREE_REFS is None or int(np.prod(shape)) * np.dtype(dtype).itemsize < self.MIN_BYTES:
+        if _FREE_REFS is None or math.prod(shape) < self.MIN_ELEMENTS:
             self.array = None
             return None
         self.array = np.empty(shape, dtype)
@@ -342,7 +343,10 @@ def _matmul(op, ctx):
         if np.ndim(a2) != 2 or np.ndim(b2) != 2 or a2.shape[1] != b2.shape[0]:
             raise InvalidArgumentError(None, op, f"Matrix size-incompatible: In[0]: {dims_text(np.shape(a))}, "
                                        f"In[1]: {dims_text(np.shape(b))}")
-        out = reuse.get((a2.shape[0], b2.shape[1]), np.result_type(a2, b2))
+        rows, cols = a2.shape[0], b2.shape[1]
+        if rows * cols < OutputBuffer.MIN_ELEMENTS:
+            return a2 @ b2
+        out = reuse.get((rows, cols), a2.dtype if a2.dtype == b2.dtype else np.result_type(a2, b2))
         return a2 @ b2 if out is None else np.matmul(a2, b2, out=out)
     return matmul
 
