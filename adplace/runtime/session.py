@@ -275,12 +275,13 @@ class BaseSession:
             raise TypeError(f"run_metadata must be a tf.RunMetadata, got {type(run_metadata).__name__}")
         timeout_ms = options.timeout_in_ms if options is not None and options.timeout_in_ms > 0 else self._timeout_ms
         deadline = time.perf_counter_ns() + int(timeout_ms * 1_000_000) if timeout_ms > 0 else None
-        records = [] if options is not None and options.trace_level > RunOptions.NO_TRACE else None
+        traced = options is not None and options.trace_level > RunOptions.NO_TRACE and run_metadata is not None
+        records = [] if traced else None  # step stats with no RunMetadata to hold them would be thrown away
         if deadline is None and records is None:
             return self._execute(plan, feeds, build)
         epoch_ns, perf_ns = clock_pair()
         result = self._execute(plan, feeds, build, lambda: self._runner.run_observed(plan, feeds, deadline, records))
-        if records is not None and run_metadata is not None:
+        if records is not None:
             run_metadata.step_stats = build_step_stats(plan, records, self._devices, epoch_ns, perf_ns)
         return result
 
@@ -303,8 +304,7 @@ class BaseSession:
 
     def _cached(self, fetches, feed_dict) -> _CompiledRun:
         """The compiled run for this (fetches, feed keys) signature, compiled on first use."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_open()
         try:
             key = (_structure_key(fetches), tuple(feed_dict) if feed_dict else ())
             compiled = self._runs.get(key)
