@@ -440,16 +440,22 @@ def write_results(results: dict, path: str) -> None:
     print(f"wrote {path}")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples; place+plan up to 10^5 ops only")
-    parser.add_argument("--out", default=None, help="where to write the JSON results (default: "
-                        "benchmarks/results/dispatch.json; with --quick, a file in the temp directory, so a smoke "
-                        "run never overwrites the full results)")
+def parse_args(argv, name: str, description: str, quick_help: str) -> argparse.Namespace:
+    """A benchmark's --quick and --out; --out defaults to benchmarks/results/<name>.json, or with --quick to a file in
+    the temp directory, so a smoke run never overwrites the full results."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--out", default=None, help=f"where to write the JSON results (default: "
+                        f"benchmarks/results/{name}.json; with --quick, a file in the temp directory)")
     args = parser.parse_args(argv)
     if args.out is None:
-        args.out = (os.path.join(tempfile.gettempdir(), "adplace-dispatch-quick.json") if args.quick else
-                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "dispatch.json"))
+        args.out = (os.path.join(tempfile.gettempdir(), f"adplace-{name}-quick.json") if args.quick else
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"{name}.json"))
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv, "dispatch", __doc__.splitlines()[0], "fewer samples; place+plan up to 10^5 ops only")
 
     samples = 5 if args.quick else 15
     sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)

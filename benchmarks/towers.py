@@ -37,13 +37,11 @@ meanwhile (/proc/stat) and warns when they competed for the cores, which underst
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import concurrent.futures
 import datetime
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -52,11 +50,11 @@ import adplace as tf
 from adplace.runtime.thread_pool import available_cpus  # the CPU count the executor sizes its pool by
 
 try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.towers
-    from dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info, source_info,
-                          write_results)
+    from dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info, parse_args,
+                          source_info, write_results)
 except ImportError:  # pragma: no cover - the package-style import
     from benchmarks.dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info,
-                                     source_info, write_results)
+                                     parse_args, source_info, write_results)
 
 SIZE = 512
 TOWERS = (1, 2, 4)
@@ -173,15 +171,7 @@ def _pct(x: float) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="shorter chains (K=6), 5 samples instead of 15")
-    parser.add_argument("--out", default=None, help="where to write the JSON results (default: "
-                        "benchmarks/results/towers.json; with --quick, a file in the temp directory, so a smoke run "
-                        "never overwrites the full results)")
-    args = parser.parse_args(argv)
-    if args.out is None:
-        args.out = (os.path.join(tempfile.gettempdir(), "adplace-towers-quick.json") if args.quick else
-                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "towers.json"))
+    args = parse_args(argv, "towers", __doc__.splitlines()[0], "shorter chains (K=6), 5 samples instead of 15")
 
     k, samples = (6, 5) if args.quick else (20, 15)
     cpus = available_cpus()
