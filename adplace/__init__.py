@@ -45,11 +45,13 @@ from adplace.ops.variables import (Variable, all_variables, global_variables, gl
                                    trainable_variables, variables_initializer)
 from adplace.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable, get_variable,
                                         get_variable_scope, variable_scope)
-from adplace.runtime.options import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
+from adplace.runtime.options import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RewriterConfig,
+                                     RunMetadata, RunOptions)
 from adplace.runtime.session import InteractiveSession, Session
 from adplace import client, profiler
 from adplace.profiler import run_profile, save_profile
 from adplace.train.device_setter import PS_OPS, assign_to_device
+from adplace.kernels.gpu import pinned_empty
 
 mod = floormod
 random = _types.SimpleNamespace(uniform=random_uniform, normal=random_normal, truncated_normal=truncated_normal,

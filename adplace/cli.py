@@ -22,13 +22,16 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     for d in found:
         if d.is_virtual:
             kind = "virtual GPU, computes with NumPy"
-        elif d.device_type == "GPU":
-            kind = f"{d.description}; its ops compute with NumPy until adplace's CuPy kernels land"
+        elif d.is_cuda:
+            free, total = devices.gpu_memory_info(d)
+            kind = f"{d.description}, memory: {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB; CuPy"
         else:
             kind = "host CPU, NumPy"
         print(f"{d.name}  ({kind})")
+    if not any(d.is_cuda for d in found):
+        print(f"No CUDA GPU: {devices.why_no_cuda()}.")
     if not any(d.device_type == "GPU" for d in found):
-        print("No GPU found. Set ADPLACE_VIRTUAL_GPUS=N (or pass --virtual-gpus N) for virtual GPUs.")
+        print("Set ADPLACE_VIRTUAL_GPUS=N (or pass --virtual-gpus N) for virtual GPUs.")
     return 0
 
 

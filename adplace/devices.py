@@ -8,7 +8,6 @@ make every multi-device feature testable without a GPU, and every listing says p
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from dataclasses import dataclass
 
@@ -30,6 +29,11 @@ class Device:
     @property
     def name(self) -> str:
         return f"{LOCAL_PREFIX}/device:{self.device_type}:{self.index}"
+
+    @property
+    def is_cuda(self) -> bool:
+        """A real CUDA GPU (CuPy computes on it), not the CPU or a virtual GPU."""
+        return self.device_type == "GPU" and not self.is_virtual
 
     @property
     def short_name(self) -> str:
@@ -67,16 +71,29 @@ def virtual_gpu_count() -> int:
     return count
 
 
+_why_no_cuda = ""
+
+
+def why_no_cuda() -> str:
+    """Why cuda_gpus() found no GPU: CuPy missing, or what CuPy/CUDA said ("" when GPUs were found)."""
+    return "" if cuda_gpus() else _why_no_cuda or "no CUDA GPU was found"
+
+
 @functools.lru_cache(maxsize=1)
 def cuda_gpus() -> tuple[Device, ...]:
     """The CUDA GPUs CuPy sees (CUDA_VISIBLE_DEVICES applies); empty without CuPy or without a GPU."""
-    if importlib.util.find_spec("cupy") is None:
-        return ()
+    global _why_no_cuda
     try:
         import cupy
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception:  # a CuPy without a driver or a GPU raises its own CUDA errors
+    except ImportError as e:
+        _why_no_cuda = f'CuPy is not installed (pip install "adplace[gpu]" on a machine with an NVIDIA GPU): {e}'
         return ()
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # a CuPy without a driver or a GPU raises its own CUDA errors
+        _why_no_cuda = f"CuPy is installed but CUDA reports no usable GPU ({type(e).__name__}: {e})"
+        return ()
+    _why_no_cuda = "" if count else "CuPy is installed but CUDA reports 0 GPUs"
     gpus = []
     for i in range(count):
         props = cupy.cuda.runtime.getDeviceProperties(i)
@@ -112,6 +129,14 @@ def local_devices(device_count: dict | None = None, visible_device_list: str = "
     gpus = gpus[:limits.get("GPU", len(gpus))]
     cpus = [Device("CPU", 0, description="")][:max(1, limits.get("CPU", 1))]
     return cpus + gpus
+
+
+def gpu_memory_info(device: Device) -> tuple[int, int]:
+    """(free, total) bytes of a CUDA GPU now, from the driver."""
+    import cupy
+    with cupy.cuda.Device(device.physical_id):
+        free, total = cupy.cuda.runtime.memGetInfo()
+    return int(free), int(total)
 
 
 def list_devices() -> list[Device]:

@@ -43,3 +43,23 @@ def scratch_registry(monkeypatch):
         monkeypatch.setattr(registry, table, dict(getattr(registry, table)))
     yield registry
     registry.kernel_device_types.cache_clear()
+
+
+@pytest.fixture
+def fake_gpu(request, monkeypatch):
+    """A NumPy-backed CuPy (tests/fake_cupy.py) with `n` fake CUDA GPUs (default 1; parametrize indirectly), so the
+    CuPy backend runs without a GPU; yields the fake module, whose `fake_log` records launches, copies and syncs."""
+    import fake_cupy
+    from adplace.kernels import fusion, gpu
+
+    count = getattr(request, "param", 1)
+    cp = fake_cupy.install(n_devices=count)
+    devices.cuda_gpus.cache_clear()
+    monkeypatch.setattr(gpu, "_configured", {})
+    monkeypatch.setattr(gpu, "_streams", {})
+    monkeypatch.setattr(fusion, "_cache", {})
+    try:
+        yield cp
+    finally:
+        fake_cupy.uninstall()
+        devices.cuda_gpus.cache_clear()

@@ -1,11 +1,15 @@
-"""NumPy kernels for the CPU and for virtual GPUs, keyed by the op types of adplace.ops, in the same order.
+"""Array kernels for the CPU, virtual GPUs and CUDA GPUs, keyed by the op types of adplace.ops, in the same order.
 
 A kernel factory runs once per (op, session) when a plan is built and returns the function the hot loop calls:
 `factory(op, ctx) -> kernel(*inputs)`. Ref inputs (a variable's Assign target) are not passed; the factory binds the
 variable's cell through `ctx.variable(op)` instead. Arrays are never written in place, so outputs may alias inputs.
 
+Kernels are written against the array module `ctx.xp`: NumPy on the CPU and on virtual GPUs, CuPy on a CUDA GPU
+(adplace.kernels.gpu supplies that context, its streams and its fused elementwise kernels). Shape-like inputs
+(int32 shapes, axes, permutations) are host arrays on every device, as in TF's HostMemory inputs.
+
 GPU dtype support follows TF's registrations (no int32 variables, no int32 MatMul, no strings on the GPU), which is
-what the placer reads; virtual GPUs run these same NumPy functions.
+what the placer reads.
 """
 from __future__ import annotations
 
@@ -83,19 +87,34 @@ _FREE_REFS = 3 if sys.implementation.name == "cpython" and getattr(sys, "_is_gil
 
 
 def fixed(fn):
-    """A factory for kernels that need nothing from the op."""
+    """A factory for kernels that need nothing from the op or the device."""
     return lambda op, ctx: fn
+
+
+def with_xp(make):
+    """A factory for kernels that need only the device's array module: `make(xp) -> kernel`, built once per module."""
+    built = {}
+
+    def factory(op, ctx):
+        xp = ctx.xp
+        kernel = built.get(xp)
+        if kernel is None:
+            kernel = built[xp] = make(xp)
+        return kernel
+    return factory
 
 
 def _axes(axis) -> tuple:
     """A scalar or vector of axes (or dims) as a tuple of Python ints; `tolist` is the fast way out of NumPy."""
+    if type(axis) is not np.ndarray and hasattr(axis, "get"):  # a device array (CuPy): shapes are tiny, fetch it
+        axis = axis.get()
     return tuple(np.asarray(axis).ravel().tolist())
 
 
 # --- constant_op / array_ops ---------------------------------------------------------------------------------------
 @kernel("Const", gpu_types=GPU_ALL)
 def _const(op, ctx):
-    value = op._attrs["value"]
+    value = ctx.to_device(op._attrs["value"])  # uploaded once, when the plan is built
     return lambda: value
 
 
@@ -112,49 +131,51 @@ kernel("StopGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
 
 @kernel("Shape", gpu_types=GPU_ALL)
 def _shape(op, ctx):
-    out = op._attrs["out_type"].as_numpy_dtype
-    return lambda x: np.array(np.shape(x), dtype=out)
+    out, xp = op._attrs["out_type"].as_numpy_dtype, ctx.xp
+    return lambda x: np.array(xp.shape(x), dtype=out)
 
 
 @kernel("Size", gpu_types=GPU_ALL)
 def _size(op, ctx):
-    out = op._attrs["out_type"].as_numpy_dtype
-    return lambda x: out(np.size(x))
+    out, xp = op._attrs["out_type"].as_numpy_dtype, ctx.xp
+    return lambda x: out(xp.size(x))
 
 
-kernel("Rank", gpu_types=GPU_ALL)(fixed(lambda x: np.int32(np.ndim(x))))
+kernel("Rank", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x: np.int32(xp.ndim(x))))
 
 
 @kernel("Reshape", gpu_types=GPU_ALL)
 def _reshape(op, ctx):
+    xp = ctx.xp
+
     def reshape(x, shape):
         try:
-            return np.asarray(x).reshape(_axes(shape))
+            return xp.asarray(x).reshape(_axes(shape))
         except ValueError:
-            wanted = [int(d) for d in shape]
-            raise InvalidArgumentError(None, op, f"Input to reshape is a tensor with {np.size(x)} values, but the "
+            wanted = list(_axes(shape))
+            raise InvalidArgumentError(None, op, f"Input to reshape is a tensor with {xp.size(x)} values, but the "
                                        f"requested shape {wanted} does not fit it") from None
     return reshape
 
 
-kernel("Transpose", gpu_types=GPU_ALL)(fixed(lambda x, perm: np.transpose(x, _axes(perm))))
+kernel("Transpose", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, perm: xp.transpose(x, _axes(perm))))
 
 
 @kernel("Squeeze", gpu_types=GPU_ALL)
 def _squeeze(op, ctx):
-    axes = op._attrs["squeeze_dims"] or None
+    axes, xp = op._attrs["squeeze_dims"] or None, ctx.xp
 
     def squeeze(x):
         if axes is not None:
             for a in axes:
-                if np.shape(x)[a] != 1:
+                if xp.shape(x)[a] != 1:
                     raise InvalidArgumentError(None, op, f"Can not squeeze dim[{a}], expected a dimension of 1, got "
-                                               f"{np.shape(x)[a]}")
-        return np.squeeze(x, axis=axes)
+                                               f"{xp.shape(x)[a]}")
+        return xp.squeeze(x, axis=axes)
     return squeeze
 
 
-kernel("ExpandDims", gpu_types=GPU_ALL)(fixed(lambda x, dim: np.expand_dims(x, int(dim))))
+kernel("ExpandDims", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, dim: xp.expand_dims(x, _axes(dim)[0])))
 
 
 def _outputs(pieces):
@@ -164,87 +185,97 @@ def _outputs(pieces):
 
 @kernel("Split", gpu_types=GPU_ALL)
 def _split(op, ctx):
-    n = op._attrs["num_split"]
+    n, xp = op._attrs["num_split"], ctx.xp
 
     def split(axis, x):
-        axis = int(axis)
-        if np.shape(x)[axis] % n:
+        axis = _axes(axis)[0]
+        if xp.shape(x)[axis] % n:
             raise InvalidArgumentError(None, op, f"Number of ways to split should evenly divide the split dimension, "
-                                       f"but got split_dim {axis} (size = {np.shape(x)[axis]}) and num_split {n}")
-        return _outputs(np.split(x, n, axis=axis))
+                                       f"but got split_dim {axis} (size = {xp.shape(x)[axis]}) and num_split {n}")
+        return _outputs(xp.split(x, n, axis=axis))
     return split
 
 
 @kernel("SplitV", gpu_types=GPU_ALL)
 def _split_v(op, ctx):
+    xp = ctx.xp
+
     def split_v(x, sizes, axis):
-        axis, sizes = int(axis), [int(s) for s in sizes]
+        axis, sizes = _axes(axis)[0], list(_axes(sizes))
         if -1 in sizes:
-            sizes[sizes.index(-1)] = np.shape(x)[axis] - (sum(sizes) + 1)
-        if sum(sizes) != np.shape(x)[axis]:
+            sizes[sizes.index(-1)] = xp.shape(x)[axis] - (sum(sizes) + 1)
+        if sum(sizes) != xp.shape(x)[axis]:
             raise InvalidArgumentError(None, op, f"Determined shape must either match input shape along split_dim "
                                        f"exactly if fully specified, or be less than the size of the input along "
-                                       f"split_dim if not fully specified. Got: {sum(sizes)} vs {np.shape(x)[axis]}")
-        return _outputs(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+                                       f"split_dim if not fully specified. Got: {sum(sizes)} vs {xp.shape(x)[axis]}")
+        return _outputs(xp.split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis))
     return split_v
 
 
-kernel("ConcatV2", gpu_types=GPU_ALL)(fixed(lambda *args: np.concatenate(args[:-1], axis=int(args[-1]))))
+kernel("ConcatV2", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda *args: xp.concatenate(args[:-1],
+                                                                                       axis=_axes(args[-1])[0])))
 
 
 @kernel("Pack", gpu_types=GPU_ALL)
 def _pack(op, ctx):
-    axis = op._attrs["axis"]
-    return lambda *xs: np.stack(xs, axis=axis)
+    axis, xp = op._attrs["axis"], ctx.xp
+    return lambda *xs: xp.stack(xs, axis=axis)
 
 
 @kernel("Unpack", gpu_types=GPU_ALL)
 def _unpack(op, ctx):
-    axis, num = op._attrs["axis"], op._attrs["num"]
+    axis, num, xp = op._attrs["axis"], op._attrs["num"], ctx.xp
 
     def unpack(x):
-        if np.shape(x)[axis] != num:
+        if xp.shape(x)[axis] != num:
             raise InvalidArgumentError(None, op, f"Input shape axis {axis} must equal {num}, got shape "
-                                       f"{list(np.shape(x))}")
-        return _outputs(tuple(np.moveaxis(x, axis, 0)))
+                                       f"{list(xp.shape(x))}")
+        return _outputs(tuple(xp.moveaxis(x, axis, 0)))
     return unpack
 
 
-kernel("Fill", gpu_types=GPU_ALL)(fixed(lambda dims, value: np.full(_axes(dims), value, dtype=np.asarray(value).dtype)))
-kernel("ZerosLike", gpu_types=GPU_ALL)(fixed(np.zeros_like))
+@kernel("Fill", gpu_types=GPU_ALL)
+def _fill(op, ctx):
+    xp, dtype = ctx.xp, op._outputs[0]._dtype.as_numpy_dtype
+    return lambda dims, value: xp.full(_axes(dims), value, dtype=dtype)
+
+
+kernel("ZerosLike", gpu_types=GPU_ALL)(with_xp(lambda xp: xp.zeros_like))
 
 
 @kernel("StridedSlice", gpu_types=GPU_ALL)
 def _strided_slice(op, ctx):
-    spec = op._attrs["slice_spec"]
+    spec, xp = op._attrs["slice_spec"], ctx.xp
 
     def strided_slice(x):
         try:
-            return np.asarray(x)[spec]
+            return xp.asarray(x)[spec]
         except IndexError as e:
-            raise InvalidArgumentError(None, op, f"slice index out of bounds for shape {list(np.shape(x))}: "
+            raise InvalidArgumentError(None, op, f"slice index out of bounds for shape {list(xp.shape(x))}: "
                                        f"{e}") from None
     return strided_slice
 
 
 @kernel("StridedSliceGrad", gpu_types=GPU_ALL)
 def _strided_slice_grad(op, ctx):
-    spec = op._attrs["slice_spec"]
+    spec, xp = op._attrs["slice_spec"], ctx.xp
 
     def strided_slice_grad(shape, dy):
-        out = np.zeros(_axes(shape), dtype=np.asarray(dy).dtype)
+        out = xp.zeros(_axes(shape), dtype=dy.dtype)
         out[spec] = dy
         return out
     return strided_slice_grad
 
 
-kernel("Tile", gpu_types=GPU_ALL)(fixed(lambda x, multiples: np.tile(x, _axes(multiples))))
+kernel("Tile", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, multiples: xp.tile(x, _axes(multiples))))
 
 
 @kernel("Select", gpu_types=GPU_ALL)
 def _select(op, ctx):
+    xp = ctx.xp
+
     def select(cond, t, e):
-        cond, t = np.asarray(cond), np.asarray(t)
+        cond, t = xp.asarray(cond), xp.asarray(t)
         if cond.ndim == 1 and t.ndim > 1:  # TF1: a vector condition picks whole rows
             if cond.shape[0] != t.shape[0]:
                 raise InvalidArgumentError(None, op, f"Condition vector has {cond.shape[0]} entries but the first "
@@ -253,14 +284,14 @@ def _select(op, ctx):
         elif cond.ndim and cond.shape != t.shape:
             raise InvalidArgumentError(None, op, f"'then' and 'condition' must have the same shape: "
                                        f"{dims_text(cond.shape)} vs {dims_text(t.shape)}")
-        if np.shape(e) != t.shape:
+        if xp.shape(e) != t.shape:
             raise InvalidArgumentError(None, op, f"'then' and 'else' must have the same shape: "
-                                       f"{dims_text(t.shape)} vs {dims_text(np.shape(e))}")
-        return np.where(cond, t, e)
+                                       f"{dims_text(t.shape)} vs {dims_text(xp.shape(e))}")
+        return xp.where(cond, t, e)
     return select
 
 
-kernel("Where", gpu_types=GPU_ALL)(fixed(lambda cond: np.argwhere(cond).astype(np.int64)))
+kernel("Where", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda cond: xp.argwhere(cond).astype(np.int64)))
 
 
 @kernel("BroadcastGradientArgs", {_dtypes.int32, _dtypes.int64})
@@ -290,46 +321,53 @@ def _invert_permutation(op, ctx):
 
 
 # --- math_ops -------------------------------------------------------------------------------------------------------
-def _sigmoid(x):
-    return np.exp(-np.logaddexp(np.zeros((), dtype=np.asarray(x).dtype), -x))
+def _sigmoid(xp):
+    return lambda x: xp.exp(-xp.logaddexp(xp.zeros((), dtype=x.dtype), -x))
 
 
+# Elementwise ops by the name of their array-module function (NumPy and CuPy share the names), or a maker `xp -> fn`.
 UNARY_KERNELS = {
-    "Neg": np.negative, "Abs": np.abs, "Sign": np.sign, "Square": np.square, "Sqrt": np.sqrt,
-    "Rsqrt": lambda x: 1 / np.sqrt(x), "Reciprocal": np.reciprocal, "Exp": np.exp, "Log": np.log,
-    "Log1p": np.log1p, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Tanh": np.tanh, "Sigmoid": _sigmoid,
-    "Relu": lambda x: np.maximum(x, 0), "Floor": np.floor, "Ceil": np.ceil,
+    "Neg": "negative", "Abs": "abs", "Sign": "sign", "Square": "square", "Sqrt": "sqrt",
+    "Rsqrt": lambda xp: lambda x: 1 / xp.sqrt(x), "Reciprocal": "reciprocal", "Exp": "exp", "Log": "log",
+    "Log1p": "log1p", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": "tanh", "Sigmoid": _sigmoid,
+    "Relu": lambda xp: lambda x: xp.maximum(x, 0), "Floor": "floor", "Ceil": "ceil",
 }
-for _op_type, _fn in UNARY_KERNELS.items():
-    kernel(_op_type)(fixed(_fn))
-
 BINARY_KERNELS = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": np.true_divide, "FloorDiv": np.floor_divide,
-    "FloorMod": np.mod, "Pow": np.power, "Maximum": np.maximum, "Minimum": np.minimum,
-    "SquaredDifference": lambda x, y: np.square(x - y), "Less": np.less, "LessEqual": np.less_equal,
-    "Greater": np.greater, "GreaterEqual": np.greater_equal, "Equal": np.equal, "NotEqual": np.not_equal,
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide", "FloorDiv": "floor_divide",
+    "FloorMod": "mod", "Pow": "power", "Maximum": "maximum", "Minimum": "minimum",
+    "SquaredDifference": lambda xp: lambda x, y: xp.square(x - y), "Less": "less", "LessEqual": "less_equal",
+    "Greater": "greater", "GreaterEqual": "greater_equal", "Equal": "equal", "NotEqual": "not_equal",
 }
-for _op_type, _fn in BINARY_KERNELS.items():
+
+
+def elementwise_fn(op_type: str, xp):
+    """The array-module function computing the elementwise op `op_type`."""
+    how = UNARY_KERNELS.get(op_type) or BINARY_KERNELS[op_type]
+    return getattr(xp, how) if isinstance(how, str) else how(xp)
+
+
+for _op_type in (*UNARY_KERNELS, *BINARY_KERNELS):
     if _op_type not in ("FloorDiv", "FloorMod"):
-        kernel(_op_type)(fixed(_fn))
+        kernel(_op_type)(with_xp(functools.partial(elementwise_fn, _op_type)))
 
 
-def _integer_division(np_fn):
-    """FloorDiv/FloorMod: integer division by zero is an error in TF, not NumPy's silent 0."""
-    def factory(op, ctx):
-        if not op._attrs["T"].is_integer:
-            return np_fn
+def _integer_division(op, ctx):
+    """FloorDiv/FloorMod: integer division by zero is an error in TF, not NumPy's silent 0. Float FloorDiv is TF's
+    floor(x / y) (NumPy's floor_divide differs where x / y rounds up to an integer: 1.0 // 0.1 is 9.0 there)."""
+    xp = ctx.xp
+    fn = elementwise_fn(op._type, xp)
+    if not op._attrs["T"].is_integer:
+        return (lambda x, y: xp.floor(xp.true_divide(x, y))) if op._type == "FloorDiv" else fn
 
-        def divide(x, y):
-            if not np.asarray(y).all() and np.broadcast(x, y).size:  # an empty result divides nothing, as TF
-                raise InvalidArgumentError(None, op, "Integer division by zero")
-            return np_fn(x, y)
-        return divide
-    return factory
+    def divide(x, y):
+        if not xp.asarray(y).all() and xp.broadcast(x, y).size:  # an empty result divides nothing, as TF
+            raise InvalidArgumentError(None, op, "Integer division by zero")
+        return fn(x, y)
+    return divide
 
 
-kernel("FloorDiv")(_integer_division(np.floor_divide))
-kernel("FloorMod")(_integer_division(np.mod))
+kernel("FloorDiv")(_integer_division)
+kernel("FloorMod")(_integer_division)
 
 
 @kernel("MatMul", gpu_types=GPU_FLOAT)
@@ -337,14 +375,15 @@ def _matmul(op, ctx):
     ta, tb = op._attrs["transpose_a"], op._attrs["transpose_b"]
 
     reuse = OutputBuffer()
+    small = OutputBuffer.MIN_ELEMENTS if ctx.xp is np else math.inf  # CuPy's memory pool already reuses memory
 
     def matmul(a, b):
         a2, b2 = (a.T if ta else a), (b.T if tb else b)
-        if np.ndim(a2) != 2 or np.ndim(b2) != 2 or a2.shape[1] != b2.shape[0]:
-            raise InvalidArgumentError(None, op, f"Matrix size-incompatible: In[0]: {dims_text(np.shape(a))}, "
-                                       f"In[1]: {dims_text(np.shape(b))}")
+        if a2.ndim != 2 or b2.ndim != 2 or a2.shape[1] != b2.shape[0]:
+            raise InvalidArgumentError(None, op, f"Matrix size-incompatible: In[0]: {dims_text(a.shape)}, "
+                                       f"In[1]: {dims_text(b.shape)}")
         rows, cols = a2.shape[0], b2.shape[1]
-        if rows * cols < OutputBuffer.MIN_ELEMENTS:
+        if rows * cols < small:
             return a2 @ b2
         out = reuse.get((rows, cols), a2.dtype if a2.dtype == b2.dtype else np.result_type(a2, b2))
         return a2 @ b2 if out is None else np.matmul(a2, b2, out=out)
@@ -353,110 +392,142 @@ def _matmul(op, ctx):
 
 @kernel("BatchMatMulV2", gpu_types=GPU_FLOAT)
 def _batch_matmul(op, ctx):
-    adj_x, adj_y = op._attrs["adj_x"], op._attrs["adj_y"]
+    adj_x, adj_y, xp = op._attrs["adj_x"], op._attrs["adj_y"], ctx.xp
 
     def batch_matmul(x, y):
-        x2, y2 = (np.swapaxes(x, -1, -2) if adj_x else x), (np.swapaxes(y, -1, -2) if adj_y else y)
+        x2, y2 = (xp.swapaxes(x, -1, -2) if adj_x else x), (xp.swapaxes(y, -1, -2) if adj_y else y)
         try:
-            return np.matmul(x2, y2)
+            return xp.matmul(x2, y2)
         except ValueError:
             raise InvalidArgumentError(None, op, f"In[0] and In[1] must have compatible batch dimensions and "
-                                       f"matrix sizes: {dims_text(np.shape(x))} vs. {dims_text(np.shape(y))}") \
+                                       f"matrix sizes: {dims_text(x.shape)} vs. {dims_text(y.shape)}") \
                 from None
     return batch_matmul
 
 
-def _reduction(np_fn, integer_fn=None):
+def _reduction(name: str, integer_fn=None):
+    """Sum/Mean/Max/Min/Prod: `name` is the reducing function of the array-module namespace below."""
     def factory(op, ctx):
-        keep, dtype = op._attrs["keep_dims"], op._attrs["T"].as_numpy_dtype
+        keep, dtype, xp = op._attrs["keep_dims"], op._attrs["T"].as_numpy_dtype, ctx.xp
         is_integer = op._attrs["T"].is_integer
+        reducer = getattr(_CPU_REDUCERS if xp is np else _ARRAY_REDUCERS, name)(xp)
 
         def reduce(x, axis):
             axes = _axes(axis)
             if is_integer and integer_fn is not None:
-                return integer_fn(x, axes, keep).astype(dtype)
-            return np.asarray(np_fn(x, axis=axes, keepdims=keep)).astype(dtype, copy=False)
+                return integer_fn(xp, x, axes, keep).astype(dtype)
+            return xp.asarray(reducer(x, axis=axes, keepdims=keep)).astype(dtype, copy=False)
         return reduce
     return factory
 
 
-def _extremum(np_fn, lowest: bool):
+def _extremum(name: str, lowest: bool):
     """Max/Min; an empty reduction gives the identity (-inf/lowest for Max, +inf/highest for Min), as TF does."""
-    def reduce(x, axis, keepdims):
-        x = np.asarray(x)
-        if x.size:
-            return np_fn(x, axis=axis, keepdims=keepdims)
-        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
-        identity = (-np.inf if lowest else np.inf) if x.dtype.kind == "f" else (info.min if lowest else info.max)
-        return np_fn(x, axis=axis, keepdims=keepdims, initial=identity)
-    return reduce
+    def make(xp):
+        fn = getattr(xp, name)
+
+        def reduce(x, axis, keepdims):
+            x = xp.asarray(x)
+            if x.size:
+                return fn(x, axis=axis, keepdims=keepdims)
+            info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+            identity = (-np.inf if lowest else np.inf) if x.dtype.kind == "f" else (info.min if lowest else info.max)
+            shape = np.empty(x.shape, np.bool_).sum(axis=axis, keepdims=keepdims).shape
+            return xp.full(shape, identity, dtype=x.dtype)
+        return reduce
+    return make
 
 
-def _mean(x, axis, keepdims):
+def _mean(xp):
     """np.mean without its Python overhead for float32/float64 (the sum divided by the count, as np.mean does)."""
-    x = np.asarray(x)
-    if x.dtype.kind != "f" or x.dtype.itemsize < 4 or not x.size:
-        return np.mean(x, axis=axis, keepdims=keepdims)
-    total = np.add.reduce(x, axis=axis, keepdims=keepdims)
-    return total / x.dtype.type(x.size // max(np.size(total), 1))
+    def mean(x, axis, keepdims):
+        x = np.asarray(x)
+        if x.dtype.kind != "f" or x.dtype.itemsize < 4 or not x.size:
+            return np.mean(x, axis=axis, keepdims=keepdims)
+        total = np.add.reduce(x, axis=axis, keepdims=keepdims)
+        return total / x.dtype.type(x.size // max(np.size(total), 1))
+    return mean
 
 
-kernel("Sum")(_reduction(np.add.reduce, lambda x, a, k: np.sum(x, axis=a, keepdims=k)))
-kernel("Mean")(_reduction(_mean, lambda x, a, k: np.trunc(np.mean(x, axis=a, keepdims=k))))
-kernel("Max")(_reduction(_extremum(np.max, lowest=True)))
-kernel("Min")(_reduction(_extremum(np.min, lowest=False)))
-kernel("Prod")(_reduction(np.multiply.reduce, lambda x, a, k: np.prod(x, axis=a, keepdims=k)))
+class _CPU_REDUCERS:  # noqa: N801 - a namespace of makers, looked up by name like the array module's functions
+    sum = staticmethod(lambda xp: np.add.reduce)  # the ufunc method skips np.sum's Python wrapper
+    mean = staticmethod(_mean)
+    prod = staticmethod(lambda xp: np.multiply.reduce)
+    max = staticmethod(_extremum("max", lowest=True))
+    min = staticmethod(_extremum("min", lowest=False))
 
 
-def _add_n(*xs):
-    """Sum of same-shaped tensors, accumulated in one buffer (no temporary per input)."""
-    if len(xs) == 1:
-        return np.array(xs[0], copy=True)
-    total = np.add(xs[0], xs[1])
-    if type(total) is not np.ndarray:  # 0-d inputs give a NumPy scalar, which cannot be written in place
-        return functools.reduce(np.add, xs[2:], total)
-    for x in xs[2:]:
-        np.add(total, x, out=total)
-    return total
+class _ARRAY_REDUCERS(_CPU_REDUCERS):  # noqa: N801 - any array module (CuPy): its own functions
+    sum = staticmethod(lambda xp: xp.sum)
+    mean = staticmethod(lambda xp: xp.mean)
+    prod = staticmethod(lambda xp: xp.prod)
 
 
-kernel("AddN")(fixed(_add_n))
+kernel("Sum")(_reduction("sum", lambda xp, x, a, k: xp.sum(x, axis=a, keepdims=k)))
+kernel("Mean")(_reduction("mean", lambda xp, x, a, k: xp.trunc(xp.mean(x, axis=a, keepdims=k))))
+kernel("Max")(_reduction("max"))
+kernel("Min")(_reduction("min"))
+kernel("Prod")(_reduction("prod", lambda xp, x, a, k: xp.prod(x, axis=a, keepdims=k)))
 
 
-def _cumulative(np_fn, identity: int):
+def _add_n(xp):
+    def add_n(*xs):
+        """Sum of same-shaped tensors, accumulated in one buffer (no temporary per input)."""
+        if len(xs) == 1:
+            return xp.array(xs[0], copy=True)
+        total = xp.add(xs[0], xs[1])
+        if type(total) is not xp.ndarray:  # 0-d inputs give a NumPy scalar, which cannot be written in place
+            return functools.reduce(xp.add, xs[2:], total)
+        for x in xs[2:]:
+            xp.add(total, x, out=total)
+        return total
+    return add_n
+
+
+kernel("AddN")(with_xp(_add_n))
+
+
+def _cumulative(name: str, identity: int):
     """Cumsum/Cumprod with TF's exclusive (shift in the identity) and reverse (run from the end) attributes."""
     def factory(op, ctx):
-        exclusive, reverse = op._attrs["exclusive"], op._attrs["reverse"]
+        exclusive, reverse, xp = op._attrs["exclusive"], op._attrs["reverse"], ctx.xp
+        fn = getattr(xp, name)
 
         def cumulative(x, axis):
-            x, axis = np.asarray(x), int(axis)
+            x, axis = xp.asarray(x), _axes(axis)[0]
             if not -x.ndim <= axis < x.ndim:
                 raise InvalidArgumentError(None, op, f"axis {axis} is out of range for a tensor of rank {x.ndim}")
             if reverse:
-                x = np.flip(x, axis)
-            out = np_fn(x, axis=axis, dtype=x.dtype)
-            if exclusive:
-                head = np.full_like(np.take(out, [0], axis=axis), identity)
-                out = np.concatenate([head, np.delete(out, -1, axis=axis)], axis=axis) if x.shape[axis] else out
-            return np.flip(out, axis) if reverse else out
+                x = xp.flip(x, axis)
+            out = fn(x, axis=axis, dtype=x.dtype)
+            if exclusive and x.shape[axis]:
+                before = (slice(None),) * (axis % x.ndim)
+                head = xp.full_like(out[(*before, slice(0, 1))], identity)
+                out = xp.concatenate([head, out[(*before, slice(0, -1))]], axis=axis)
+            return xp.flip(out, axis) if reverse else out
         return cumulative
     return factory
 
 
-kernel("Cumsum")(_cumulative(np.cumsum, 0))
-kernel("Cumprod")(_cumulative(np.cumprod, 1))
+kernel("Cumsum")(_cumulative("cumsum", 0))
+kernel("Cumprod")(_cumulative("cumprod", 1))
 
 
 @kernel("Cast", gpu_types=GPU_ALL)
 def _cast(op, ctx):
-    dst = op._attrs["DstT"].as_numpy_dtype
-    return lambda x: np.asarray(x).astype(dst)
+    dst, xp = op._attrs["DstT"].as_numpy_dtype, ctx.xp
+    return lambda x: xp.asarray(x).astype(dst)
 
 
 @kernel("Range", gpu_types=GPU_NUMERIC)
 def _range(op, ctx):
-    dtype = op._outputs[0]._dtype.as_numpy_dtype
-    return lambda start, limit, delta: np.arange(start, limit, delta, dtype=dtype)
+    dtype, xp = op._outputs[0]._dtype.as_numpy_dtype, ctx.xp
+    return lambda start, limit, delta: xp.arange(_scalar(start), _scalar(limit), _scalar(delta), dtype=dtype)
+
+
+def _scalar(x):
+    """A 0-d value as a Python number (a CuPy 0-d array is fetched: range bounds are host values in TF)."""
+    return x.item() if hasattr(x, "item") else x
 
 
 # --- random_ops -----------------------------------------------------------------------------------------------------
@@ -470,10 +541,10 @@ def _random(sample):
 
 def _truncated(rng, shape):
     out = rng.standard_normal(shape, dtype=np.float64)
-    bad = np.abs(out) > 2
+    bad = abs(out) > 2
     while bad.any():
-        out[bad] = rng.standard_normal(int(bad.sum()))
-        bad = np.abs(out) > 2
+        out[bad] = rng.standard_normal(int(bad.sum()), dtype=np.float64)
+        bad = abs(out) > 2
     return out
 
 
@@ -518,23 +589,24 @@ def _assign_family(update):
         static = var_op._attrs["shape"]
         check_shape = op._attrs.get("validate_shape", True) and static.is_fully_defined()
         static_dims = tuple(static.as_list()) if check_shape else None
-        is_assign = update is None
+        xp = ctx.xp
+        combine = None if update is None else getattr(xp, update)
 
         def assign(value):
             old = cell.value
-            if is_assign:
-                if check_shape and np.shape(value) != static_dims:
+            if combine is None:
+                if check_shape and xp.shape(value) != static_dims:
                     raise InvalidArgumentError(None, op, f"Assign requires shapes of both tensors to match. lhs shape"
-                                               f"= {dims_text(static_dims)} rhs shape= {dims_text(np.shape(value))}")
-                new = np.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
+                                               f"= {dims_text(static_dims)} rhs shape= {dims_text(xp.shape(value))}")
+                new = xp.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
             else:
                 if old is None:
                     raise _uninitialized(op, var_op)
-                if np.shape(value) != np.shape(old):
+                if xp.shape(value) != xp.shape(old):
                     raise InvalidArgumentError(None, op, f"Cannot update variable with shape "
-                                               f"{dims_text(np.shape(old))} using a Tensor with shape "
-                                               f"{dims_text(np.shape(value))}, shapes must be equal.")
-                new = update(old, value)
+                                               f"{dims_text(xp.shape(old))} using a Tensor with shape "
+                                               f"{dims_text(xp.shape(value))}, shapes must be equal.")
+                new = combine(old, value)
             ctx.journal.append((cell, old))  # this thread's step journal, looked up when the step runs
             cell.value = new
             return new
@@ -543,8 +615,8 @@ def _assign_family(update):
 
 
 kernel("Assign", gpu_types=GPU_VARIABLE)(_assign_family(None))
-kernel("AssignAdd", gpu_types=GPU_VARIABLE)(_assign_family(np.add))
-kernel("AssignSub", gpu_types=GPU_VARIABLE)(_assign_family(np.subtract))
+kernel("AssignAdd", gpu_types=GPU_VARIABLE)(_assign_family("add"))
+kernel("AssignSub", gpu_types=GPU_VARIABLE)(_assign_family("subtract"))
 
 
 @kernel("IsVariableInitialized", gpu_types=GPU_VARIABLE)
@@ -566,29 +638,30 @@ kernel("NoOp", None, None)(fixed(lambda *args: None))
 # --- nn_ops ---------------------------------------------------------------------------------------------------------
 @kernel("BiasAdd", _dtypes.NUMERIC)
 def _bias_add(op, ctx):
-    channels_first = op._attrs["data_format"] == "NCHW"
+    channels_first, xp = op._attrs["data_format"] == "NCHW", ctx.xp
 
     def bias_add(value, bias):
-        ndim = np.ndim(value)
+        ndim = xp.ndim(value)
         if ndim < 2:
-            raise InvalidArgumentError(None, op, f"Input tensor must be at least 2D: {dims_text(np.shape(value))}")
-        if np.ndim(bias) != 1:
-            raise InvalidArgumentError(None, op, f"Biases must be 1D: {dims_text(np.shape(bias))}")
+            raise InvalidArgumentError(None, op, f"Input tensor must be at least 2D: {dims_text(xp.shape(value))}")
+        if xp.ndim(bias) != 1:
+            raise InvalidArgumentError(None, op, f"Biases must be 1D: {dims_text(xp.shape(bias))}")
         channel_axis = 1 if channels_first else ndim - 1
-        if np.shape(bias)[0] != np.shape(value)[channel_axis]:
+        if xp.shape(bias)[0] != xp.shape(value)[channel_axis]:
             raise InvalidArgumentError(None, op, f"Must provide as many biases as the last dimension of the input "
-                                       f"tensor: {dims_text(np.shape(bias))} vs. {dims_text(np.shape(value))}")
+                                       f"tensor: {dims_text(xp.shape(bias))} vs. {dims_text(xp.shape(value))}")
         if channels_first:
-            bias = np.reshape(bias, (-1,) + (1,) * (ndim - 2))
-        return np.add(value, bias)
+            bias = xp.reshape(bias, (-1,) + (1,) * (ndim - 2))
+        return xp.add(value, bias)
     return bias_add
 
 
 # --- training_ops ---------------------------------------------------------------------------------------------------
 def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: str = "grad"):
     """A training-op kernel (ApplyAdam, ...): check the var/slot cells and the inputs as training_ops.cc does, compute
-    `update(attrs, *ref_values, *values) -> new ref values` in NumPy, journal every old value, then store the new
-    arrays (never written in place: fetched values may alias them). Returns the variable's new value."""
+    `update(xp, attrs, *ref_values, *values) -> new ref values` with the device's array module, journal every old
+    value, then store the new arrays (never written in place: fetched values may alias them). Returns the variable's
+    new value."""
     n_refs = len(ref_names)
     grad_at = value_names.index(grad_name)
     scalars = tuple((i, arg) for i, arg in enumerate(value_names) if i != grad_at)
@@ -597,7 +670,8 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
     def factory(op, ctx):
         ref_ops = [t._op for t in op._inputs[:n_refs]]
         cells = [ctx.variable(var_op) for var_op in ref_ops]
-        step = functools.partial(update, op._attrs)
+        xp = ctx.xp
+        step = functools.partial(update, xp, op._attrs)
 
         def apply(*values):
             olds = [cell.value for cell in cells]
@@ -605,13 +679,13 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
                 if old is None:
                     raise FailedPreconditionError(None, op, f"Attempting to use uninitialized variables: {var_op.name}")
             for i, arg in scalars:
-                if np.ndim(values[i]) != 0:
-                    raise InvalidArgumentError(None, op, f"{arg} is not a scalar: {dims_text(np.shape(values[i]))}")
-            var_shape = np.shape(olds[0])
+                if xp.ndim(values[i]) != 0:
+                    raise InvalidArgumentError(None, op, f"{arg} is not a scalar: {dims_text(xp.shape(values[i]))}")
+            var_shape = xp.shape(olds[0])
             for arg, value in zip(same_shape_names, olds[1:] + [values[grad_at]]):
-                if np.shape(value) != var_shape:
+                if xp.shape(value) != var_shape:
                     raise InvalidArgumentError(None, op, f"var and {arg} do not have the same shape"
-                                               f"{dims_text(var_shape)} {dims_text(np.shape(value))}")
+                                               f"{dims_text(var_shape)} {dims_text(xp.shape(value))}")
             news = step(*olds, *values)
             journal = ctx.journal
             for cell, old, new in zip(cells, olds, news):
@@ -622,43 +696,43 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
     return factory
 
 
-def _gradient_descent(attrs, var, alpha, delta):
+def _gradient_descent(xp, attrs, var, alpha, delta):
     return (var - delta * alpha,)
 
 
-def _momentum(attrs, var, accum, lr, grad, momentum):
+def _momentum(xp, attrs, var, accum, lr, grad, momentum):
     accum = accum * momentum + grad
     if attrs.get("use_nesterov"):
         return var - (grad * lr + accum * momentum * lr), accum
     return var - accum * lr, accum
 
 
-def _adam(attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
-    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+def _adam(xp, attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
     m = m + (grad - m) * (1 - beta1)
     v = v + (grad * grad - v) * (1 - beta2)
     if attrs.get("use_nesterov"):
-        return var - ((grad * (1 - beta1) + beta1 * m) * alpha) / (np.sqrt(v) + epsilon), m, v
-    return var - (m * alpha) / (np.sqrt(v) + epsilon), m, v
+        return var - ((grad * (1 - beta1) + beta1 * m) * alpha) / (xp.sqrt(v) + epsilon), m, v
+    return var - (m * alpha) / (xp.sqrt(v) + epsilon), m, v
 
 
-def _rms_prop(attrs, var, ms, mom, lr, rho, momentum, epsilon, grad):
+def _rms_prop(xp, attrs, var, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = ms + (grad * grad - ms) * (1 - rho)
-    mom = mom * momentum + (grad * lr) / np.sqrt(ms + epsilon)
+    mom = mom * momentum + (grad * lr) / xp.sqrt(ms + epsilon)
     return var - mom, ms, mom
 
 
-def _centered_rms_prop(attrs, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+def _centered_rms_prop(xp, attrs, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = ms + (grad * grad - ms) * (1 - rho)
     mg = mg + (grad - mg) * (1 - rho)
-    mom = mom * momentum + (grad * lr) / np.sqrt((ms - mg * mg) + epsilon)
+    mom = mom * momentum + (grad * lr) / xp.sqrt((ms - mg * mg) + epsilon)
     return var - mom, mg, ms, mom
 
 
-def _adagrad(attrs, var, accum, lr, grad):
+def _adagrad(xp, attrs, var, accum, lr, grad):
     if attrs.get("update_slots", True):
         accum = accum + grad * grad
-    return var - grad * lr / np.sqrt(accum), accum
+    return var - grad * lr / xp.sqrt(accum), accum
 
 
 for _op_type, _refs, _values, _update, _grad in (

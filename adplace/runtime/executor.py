@@ -17,7 +17,9 @@ import numpy as np
 from adplace.framework import errors
 from adplace.framework.operation import is_variable_op
 from adplace.framework.registry import kernel_factory
+from adplace.kernels import gpu as _gpu
 from adplace.kernels.cpu import unfed_placeholder_error
+from adplace.runtime import fusion as _fusion
 
 CODEGEN_MAX_STEPS = 20000  # larger plans stay interpreted: compiling a million-line function costs seconds
 TIER_UP_AFTER_RUNS = 2     # interpreted runs before a plan is compiled to straight-line code
@@ -114,6 +116,8 @@ class Plan:
         self.transfers = tuple(transfer_at[i] for i in sorted(transfer_at))
         self.num_transfers, self.has_writes = len(transfer_at), has_writes
         self.feed_tensors: list = []
+        self.fetch_via: dict = {}      # fetch index -> converter, for fetches living on a CUDA device
+        self.fused: dict = {}          # step index -> names of the ops a fused GPU kernel computes
         self.mode = "sequential"       # or "parallel" (set by the session's StepRunner)
         self.parallel_run = None       # the threaded runner, when mode is "parallel"
         self.prediction = None         # (measured sequential ns, predicted parallel ns) when the cost model ran
@@ -146,6 +150,8 @@ class Plan:
             self.fn = self.sequential = self._compile()
 
     def _fetch_expr(self, i: int, slot: int) -> str:
+        if i in self.fetch_via:
+            return f"f{i}(v{slot})"
         return f"{'_fetch_copy' if self.fetch_copies[i] else '_fetch_value'}(v{slot})"
 
     def _compile(self) -> Callable:
@@ -153,7 +159,8 @@ class Plan:
         lines = ["def run(feeds):"]
         if self.feed_slots:
             lines.append(f"    {', '.join(f'v{s}' for s in self.feed_slots)}, = feeds")
-        namespace = {"_fetch_value": _fetch_value, "_fetch_copy": _fetch_copy}
+        namespace = {"_fetch_value": _fetch_value, "_fetch_copy": _fetch_copy,
+                     **{f"f{i}": convert for i, convert in self.fetch_via.items()}}
         self._first_line = len(lines) + 1
         for i, (kernel, ins, outs, frees) in enumerate(zip(self.kernels, self.ins, self.outs, self.frees)):
             namespace[f"k{i}"] = kernel
@@ -182,7 +189,8 @@ class Plan:
 
     def fetch_converters(self) -> tuple:
         """(slot, convert) per fetched tensor: how a run turns its slots into fetched values."""
-        return tuple(zip(self.fetch_slots, (_fetch_copy if c else _fetch_value for c in self.fetch_copies)))
+        return tuple((slot, self.fetch_via.get(i) or (_fetch_copy if copy else _fetch_value))
+                     for i, (slot, copy) in enumerate(zip(self.fetch_slots, self.fetch_copies)))
 
     def _interpreter(self) -> Callable:
         """A loop over the steps, for plans too large (or too new) to be worth compiling."""
@@ -265,6 +273,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     first_slot = [-1] * len(ops)       # op id -> slot of its output 0 (outputs take consecutive slots)
     where = [device_of[t._op._id] for t in feed_tensors]  # slot -> device the value lives on
     feed_slots = list(range(len(where)))
+    consumed_slot = dict(fed_slot)     # what consumers of a fed tensor read: its upload, on a CUDA device
     kernels, ins, outs, step_ops, step_devices = [], [], [], [], []
     transfer_at: dict[int, Transfer] = {}
     copies: dict[tuple[int, object], int] = {}
@@ -280,6 +289,12 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
         step_ops.append(op)
         step_devices.append(device)
 
+    for t, slot in fed_slot.items():
+        if where[slot].is_cuda:  # a fed value is a host array: upload it once for the device's consumers
+            consumed_slot[t] = len(where)
+            add_step(ctx.transfer_kernel(None, where[slot]), slot, len(where), t._op, where[slot])
+            where.append(where[slot])
+
     for op in order:
         device = device_of[op._id]
         ref_inputs = op._op_def.ref_inputs
@@ -290,7 +305,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
         in_slots = []
         for t in inputs:
             if fed and t in fed_slot:
-                slot = fed_slot[t]
+                slot = consumed_slot[t]
             elif t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
                 var_device = device_of[t._op._id]
                 add_step(kernel_for(t._op, var_device), (), len(where), t._op, var_device)
@@ -303,7 +318,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
                 if key not in copies:
                     copies[key] = len(where)
                     transfer_at[len(kernels)] = Transfer(t.name, where[slot].name, device.name)
-                    add_step(_copy_between_devices, slot, len(where), op, device)
+                    add_step(ctx.transfer_kernel(where[slot], device), slot, len(where), op, device)
                     where.append(device)
                 slot = copies[key]
             in_slots.append(slot)
@@ -325,9 +340,15 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             is_fed = element in fed_slot
             fetch_slots.append(fed_slot[element] if is_fed else first_slot[element._op._id] + element._value_index)
             fetch_copies.append(not is_fed and element._op._op_def.is_view)
+    fused: dict = {}
+    if ctx.fuse_elementwise and ctx.cuda_states:
+        transfer_at, fused = _fusion.fuse((kernels, ins, outs, step_ops, step_devices), transfer_at,
+                                          set(fetch_slots), ctx)
     plan = Plan(kernels, ins, outs, step_ops, step_devices, transfer_at, len(where), feed_slots, fetch_slots,
                 fetch_copies, has_writes)
+    plan.fused = fused
     plan.feed_tensors = feed_tensors
+    plan.fetch_via = {i: ctx.fetch_converter(where[slot]) for i, slot in enumerate(fetch_slots) if where[slot].is_cuda}
     _schedule_frees(plan, set(fetch_slots))
     return plan.finish()
 
@@ -417,7 +438,11 @@ def _schedule_frees(plan: Plan, keep: set) -> None:
 
 
 class KernelContext:
-    """What kernel factories may ask of the session: variable cells, per-op random streams, the undo journal."""
+    """What kernel factories may ask of the session: variable cells, per-op random streams, the undo journal, and
+    the array module of the device a kernel is built for (NumPy here; adplace.kernels.gpu's context for CUDA)."""
+
+    xp = np
+    fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
 
     def __init__(self, placement):
         self._placement = placement
@@ -425,6 +450,7 @@ class KernelContext:
         self._rngs: dict[int, np.random.Generator] = {}
         self._kernels: list = []        # op id -> kernel (a list: graphs reach millions of ops)
         self._steps = threading.local()  # one journal per thread: concurrent steps never undo each other
+        self._cuda: dict = {}            # CUDA device -> its adplace.kernels.gpu.DeviceState (stream, events)
 
     def variable(self, op) -> VariableCell:
         cell = self._cells.get(op._id)
@@ -440,6 +466,11 @@ class KernelContext:
             self._rngs[op._id] = rng
         return rng
 
+    @staticmethod
+    def to_device(value):
+        """A host value (a Const's) as the device holds it: NumPy devices hold it as it is."""
+        return value
+
     def kernels_sized(self, n_ops: int) -> list:
         """The session's kernels by op id, grown to cover `n_ops` ops (None where not built yet)."""
         kernels = self._kernels
@@ -452,8 +483,36 @@ class KernelContext:
         kernels = self.kernels_sized(op._id + 1)
         kernel = kernels[op._id]
         if kernel is None:
-            kernel = kernels[op._id] = kernel_factory(op._type, device.device_type)(op, self)
+            if device.is_cuda:
+                kernel = _gpu.build_kernel(op, self.cuda_state(device), self)
+            else:
+                kernel = kernel_factory(op._type, device.device_type)(op, self)
+            kernels[op._id] = kernel
         return kernel
+
+    def cuda_state(self, device) -> "_gpu.DeviceState":
+        """The session's stream and events on a CUDA device, made on first use."""
+        state = self._cuda.get(device)
+        if state is None:
+            state = self._cuda[device] = _gpu.DeviceState(device, _gpu.cupy_module())
+        return state
+
+    @property
+    def cuda_states(self) -> list:
+        return list(self._cuda.values())
+
+    def transfer_kernel(self, src, dst) -> Callable:
+        """The copy from device `src` to `dst` (None: a host value being fed): NumPy copies, or CUDA copies."""
+        if dst.is_cuda:
+            if src is not None and src.is_cuda:
+                return _gpu.peer_kernel(self.cuda_state(src), self.cuda_state(dst))
+            return _gpu.upload_kernel(self.cuda_state(dst))
+        if src is not None and src.is_cuda:
+            return _gpu.download_kernel(self.cuda_state(src))
+        return _copy_between_devices
+
+    def fetch_converter(self, device) -> Callable:
+        return _gpu.fetch_converter(self.cuda_state(device))
 
     @property
     def journal(self) -> list:

@@ -22,9 +22,18 @@ class OptimizerOptions(_Message):
                "do_function_inlining": False, "global_jit_level": 0}
 
 
+class RewriterConfig(_Message):
+    """Graph rewrites (TF's rewriter_config.proto). `remapping` covers adplace's elementwise fusion on CUDA GPUs:
+    DEFAULT or ON fuses, OFF runs every op as its own kernel."""
+
+    DEFAULT, ON, OFF, AGGRESSIVE = 0, 1, 2, 3
+    _FIELDS = {"remapping": 0, "constant_folding": 0, "arithmetic_optimization": 0, "dependency_optimization": 0,
+               "layout_optimizer": 0, "memory_optimization": 0, "disable_model_pruning": False}
+
+
 class GraphOptions(_Message):
     _FIELDS = {"optimizer_options": OptimizerOptions(), "place_pruned_graph": False, "enable_bfloat16_sendrecv": False,
-               "build_cost_model": 0, "infer_shapes": False, "timeline_step": 0}
+               "build_cost_model": 0, "infer_shapes": False, "timeline_step": 0, "rewrite_options": RewriterConfig()}
 
 
 class ConfigProto(_Message):

@@ -23,9 +23,10 @@ from adplace.framework import errors
 from adplace.framework.graph import get_default_graph
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.session_stack import default_session
+from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
-from adplace.runtime.options import ConfigProto, RunMetadata, RunOptions
+from adplace.runtime.options import ConfigProto, RewriterConfig, RunMetadata, RunOptions
 from adplace.runtime.step_runner import StepRunner, clock_pair
 from adplace.runtime.step_stats import build_step_stats
 
@@ -183,9 +184,11 @@ class BaseSession:
         self._closed = False
         gpu_options = self._config.gpu_options
         self._devices = _devices.local_devices(self._config.device_count, gpu_options.visible_device_list)
+        configure_gpu_memory(self._devices, gpu_options)
         self._placement = PlacementTable(self._devices)
         self._placer = Placer(self._placement, self._config.allow_soft_placement, self._config.log_device_placement)
         self._ctx = KernelContext(self._placement)
+        self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != RewriterConfig.OFF
         self._runner = StepRunner(self._config, self._ctx)
         self._timeout_ms = self._config.operation_timeout_in_ms
         self._runs: dict = {}
@@ -280,8 +283,18 @@ class BaseSession:
         if deadline is None and records is None:
             return self._execute(plan, feeds, build)
         epoch_ns, perf_ns = clock_pair()
-        result = self._execute(plan, feeds, build, lambda: self._runner.run_observed(plan, feeds, deadline, records))
+        cuda = self._ctx.cuda_states if records is not None else ()
+        for state in cuda:  # GPU steps are timed by CUDA events on their streams, not by the host clock
+            state.begin_trace()
+        try:
+            result = self._execute(plan, feeds, build,
+                                   lambda: self._runner.run_observed(plan, feeds, deadline, records))
+        finally:
+            gpu_times = {k: v for state in cuda for k, v in state.end_trace().items()}
         if records is not None:
+            if gpu_times:
+                records = [(i, *gpu_times.get(plan.kernels[i], (start, end)), ident, value)
+                           for i, start, end, ident, value in records]
             run_metadata.step_stats = build_step_stats(plan, records, self._devices, epoch_ns, perf_ns)
         return result
 

@@ -56,12 +56,16 @@ class TransferStats(_Message):
 
 
 class NodeExecStats(_Message):
-    """One executed node: times in epoch/relative microseconds (and nanoseconds), its outputs, the thread it ran on."""
+    """One executed node: times in epoch/relative microseconds (and nanoseconds), its outputs, the thread it ran on.
+
+    `transfer` (a copy's TransferStats) and `fused_nodes` (the ops a fused GPU kernel computed, root last) are
+    adplace's additions to TF's message."""
 
     _FIELDS = {"node_name": "", "all_start_micros": 0, "op_start_rel_micros": 0, "op_end_rel_micros": 0,
                "all_end_rel_micros": 0, "memory": [], "output": [], "timeline_label": "", "scheduled_micros": 0,
                "thread_id": 0, "referenced_tensor": [], "all_start_nanos": 0, "op_start_rel_nanos": 0,
-               "op_end_rel_nanos": 0, "all_end_rel_nanos": 0, "scheduled_nanos": 0, "transfer": None}
+               "op_end_rel_nanos": 0, "all_end_rel_nanos": 0, "scheduled_nanos": 0, "transfer": None,
+               "fused_nodes": []}
 
 
 class DeviceStepStats(_Message):
@@ -91,8 +95,12 @@ def _enum_name(enum: int) -> str:
 _TF_ENUM_NAMES = {"float32": "FLOAT", "float64": "DOUBLE", "float16": "HALF"}
 
 
+def _nbytes(value) -> int:
+    return int(value.nbytes if hasattr(value, "nbytes") else np.asarray(value).nbytes)  # NumPy or CuPy arrays
+
+
 def _describe(value, allocator: str) -> TensorDescription:
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    array = value if hasattr(value, "nbytes") else np.asarray(value)  # NumPy or CuPy arrays, else scalars
     try:
         enum = _dtypes.as_dtype(array.dtype).as_datatype_enum
     except TypeError:
@@ -124,6 +132,9 @@ def _step_names(plan) -> tuple[list, dict]:
             name = f"{transfer.tensor_name.rsplit(':', 1)[0]}/_{index}"
             names.append((name, "_Recv"))
             outputs = [name]
+        elif index in plan.fused:
+            names.append((op.name, "_FusedElementwise"))
+            outputs = [tensor_label_name(op.outputs[0])]
         else:
             names.append((op.name, op.type))
             outputs = [tensor_label_name(t) for t in op.outputs]
@@ -162,9 +173,11 @@ def build_step_stats(plan, records: list, devices: list, epoch_ns: int, perf_ns:
             scheduled_nanos=start_ns,
             output=[NodeOutput(slot=k, tensor_description=_describe(v, allocator))
                     for k, v in enumerate(values) if v is not None])
+        if index in plan.fused:
+            node.fused_nodes = list(plan.fused[index])
         if transfer is not None:
             node.transfer = TransferStats(tensor_name=transfer.tensor_name, src_device=transfer.src_device,
-                                          dst_device=transfer.dst_device, bytes=int(np.asarray(result).nbytes))
+                                          dst_device=transfer.dst_device, bytes=_nbytes(result))
         by_device.setdefault(device.name, []).append(node)
     return StepStats(dev_stats=[DeviceStepStats(device=name, node_stats=nodes)
                                 for name, nodes in by_device.items() if nodes])

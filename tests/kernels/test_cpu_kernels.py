@@ -9,12 +9,13 @@ import pytest
 
 import adplace as tf
 from adplace.framework import registry
+from adplace.runtime.executor import KernelContext
 
 
 def kernel_for(tensor_or_op, device_type="CPU"):
-    """The kernel function the session would bind for an op that needs nothing from the context."""
+    """The kernel function the session would bind for an op that needs nothing from the context but NumPy."""
     op = tensor_or_op if isinstance(tensor_or_op, tf.Operation) else tensor_or_op.op
-    return registry.kernel_factory(op.type, device_type)(op, None)
+    return registry.kernel_factory(op.type, device_type)(op, KernelContext(None))
 
 
 # --- registry -----------------------------------------------------------------------------------------------------

@@ -1,0 +1,171 @@
+"""One small program per op type that has a GPU kernel, run on a GPU and on the CPU to compare the kernels.
+
+`CASES` maps a case name to `build(rng) -> ([init op,] fetches, feed_dict)`, building under the caller's device scope; `COVERS`
+maps each case to the op types it exercises, so a test can prove every GPU-registered op type is compared. Random
+ops draw from per-device generators, so `RANDOM_CASES` are compared by shape, dtype and range, not value.
+"""
+import numpy as np
+
+import adplace as tf
+
+
+def _x(rng, *shape, low=-2.0, high=2.0, dtype=np.float32):
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def _unary(fn, low=-2.0, high=2.0):
+    def build(rng):
+        p = tf.placeholder(tf.float32, [3, 4])
+        return fn(p), {p: _x(rng, 3, 4, low=low, high=high)}
+    return build
+
+
+def _binary(fn, low=-2.0, high=2.0, dtype=np.float32):
+    def build(rng):
+        a = tf.constant(_x(rng, 3, 4, low=low, high=high, dtype=dtype))
+        b = tf.constant(_x(rng, 4, low=low, high=high, dtype=dtype))  # broadcast along rows
+        return fn(a, b), {}
+    return build
+
+
+def _variable_program(rng):
+    v = tf.Variable(_x(rng, 3, 2), name="v")
+    w = tf.Variable(_x(rng, 3, 2, dtype=np.float64), name="w")
+    init = tf.global_variables_initializer()
+    ready = tf.is_variable_initialized(v)
+    update = tf.assign_add(v, tf.ones([3, 2]))
+    with tf.control_dependencies([update]):
+        after = tf.assign_sub(w, tf.constant(np.ones((3, 2))))
+    return [init, ready, update, after, v.initialized_value()], {}
+
+
+def _optimizer(make):
+    def build(rng):
+        w = tf.Variable(_x(rng, 4, 2), name="w")
+        x = tf.constant(_x(rng, 5, 4))
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+        step = make().minimize(loss)
+        return tf.global_variables_initializer(), [step, w, loss], {}
+    return build
+
+
+CASES = {
+    "neg": _unary(tf.negative), "abs": _unary(tf.abs), "sign": _unary(tf.sign), "square": _unary(tf.square),
+    "sqrt": _unary(tf.sqrt, 0.1, 4.0), "rsqrt": _unary(tf.rsqrt, 0.1, 4.0),
+    "reciprocal": _unary(tf.reciprocal, 0.5, 3.0), "exp": _unary(tf.exp), "log": _unary(tf.log, 0.1, 4.0),
+    "log1p": _unary(tf.log1p, -0.5, 3.0), "sin": _unary(tf.sin), "cos": _unary(tf.cos), "tan": _unary(tf.tan, -1, 1),
+    "tanh": _unary(tf.tanh), "sigmoid": _unary(tf.sigmoid, -30, 30), "relu": _unary(tf.nn.relu),
+    "floor": _unary(tf.floor), "ceil": _unary(tf.ceil),
+    "add": _binary(tf.add), "sub": _binary(tf.subtract), "mul": _binary(tf.multiply),
+    "div": _binary(tf.truediv, 0.5, 2.0), "floordiv": _binary(tf.floordiv, 0.5, 5.0),
+    "floormod": _binary(tf.floormod, 0.5, 5.0), "pow": _binary(tf.pow, 0.5, 2.0),
+    "maximum": _binary(tf.maximum), "minimum": _binary(tf.minimum),
+    "squared_difference": _binary(tf.squared_difference),
+    "compare": _binary(lambda a, b: [tf.less(a, b), tf.less_equal(a, b), tf.greater(a, b), tf.greater_equal(a, b),
+                                     tf.equal(a, tf.floor(b)), tf.not_equal(a, b)]),
+    "int64_floordiv": _binary(lambda a, b: tf.floordiv(tf.cast(a * 10, tf.int64) + 100, tf.cast(b * 10 + 30,
+                                                                                               tf.int64))),
+    "matmul": lambda rng: (tf.matmul(tf.constant(_x(rng, 5, 3)), tf.constant(_x(rng, 4, 3)), transpose_b=True), {}),
+    "batch_matmul": lambda rng: (tf.matmul(tf.constant(_x(rng, 2, 3, 4)), tf.constant(_x(rng, 2, 4, 5))), {}),
+    "reductions": lambda rng: (lambda t: ([tf.reduce_sum(t, 1), tf.reduce_mean(t, 0, keepdims=True),
+                                           tf.reduce_max(t), tf.reduce_min(t, [0, 1]), tf.reduce_prod(t, 1)], {}))(
+        tf.constant(_x(rng, 3, 4, low=0.5, high=1.5))),
+    "empty_max": lambda rng: ([tf.reduce_max(tf.zeros([0, 3]), 0), tf.reduce_min(tf.zeros([2, 0]), 1)], {}),
+    "add_n": lambda rng: (tf.add_n([tf.constant(_x(rng, 3, 4)) for _ in range(3)]), {}),
+    "cumulative": lambda rng: (lambda t: ([tf.cumsum(t, 1), tf.cumsum(t, 0, exclusive=True, reverse=True),
+                                           tf.cumprod(t, 1, exclusive=True)], {}))(tf.constant(_x(rng, 3, 4))),
+    "bias_add": lambda rng: (tf.nn.bias_add(tf.constant(_x(rng, 2, 3, 4)), tf.constant(_x(rng, 4))), {}),
+    "cast_and_range": lambda rng: ([tf.cast(tf.constant(_x(rng, 3, 4)), tf.float64),
+                                    tf.cast(tf.constant(_x(rng, 3, 4)) * 3, tf.int32),
+                                    tf.cast(tf.range(5), tf.float32), tf.range(1.0, 4.0, 0.5)], {}),
+    "shapes": lambda rng: (lambda t: ([tf.shape(t), tf.size(t), tf.rank(t), tf.reshape(t, [4, 3]),
+                                       tf.transpose(t), tf.expand_dims(t, 1), tf.squeeze(tf.reshape(t, [1, 3, 4]), [0]),
+                                       tf.identity(t), tf.stop_gradient(t), tf.zeros_like(t), tf.fill([2, 2], 1.5),
+                                       tf.tile(t, [2, 1])], {}))(tf.constant(_x(rng, 3, 4))),
+    "split_concat_pack": lambda rng: (lambda t: ([*tf.split(t, 2, axis=1), *tf.split(t, [1, 2], axis=0),
+                                                  tf.concat([t, t], 0), tf.stack([t, t], axis=1),
+                                                  *tf.unstack(t, axis=0)], {}))(tf.constant(_x(rng, 3, 4))),
+    "slices": lambda rng: (lambda t: ([t[1:, ::2], t[-1], tf.gradients(tf.reduce_sum(t[1:, ::2]), t)[0]], {}))(
+        tf.constant(_x(rng, 3, 4))),
+    "select_where": lambda rng: (lambda t: ([tf.where(t > 0, t, -t), tf.where(t > 0)], {}))(
+        tf.constant(_x(rng, 3, 4))),
+    "broadcast_gradient": lambda rng: (lambda a, b: (tf.gradients(tf.reduce_sum(a * b), [a, b]),
+                                                     {a: _x(rng, 3, 4), b: _x(rng, 4)}))(
+        tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32, [None])),
+    "invert_permutation": lambda rng: (tf.invert_permutation(tf.constant([2, 0, 1])), {}),
+    "variables": _variable_program,
+    "sgd": _optimizer(lambda: tf.train.GradientDescentOptimizer(0.1)),
+    "momentum": _optimizer(lambda: tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True)),
+    "adam": _optimizer(lambda: tf.train.AdamOptimizer(0.1)),
+    "rmsprop": _optimizer(lambda: tf.train.RMSPropOptimizer(0.1, momentum=0.5)),
+    "centered_rmsprop": _optimizer(lambda: tf.train.RMSPropOptimizer(0.1, centered=True)),
+    "adagrad": _optimizer(lambda: tf.train.AdagradOptimizer(0.1)),
+    "random": lambda rng: ([tf.random_uniform([400], seed=1), tf.random_normal([400], seed=2),
+                            tf.truncated_normal([400], seed=3),
+                            tf.random_uniform([400], 0, 10, dtype=tf.int64, seed=4)], {}),
+}
+
+RANDOM_CASES = {"random"}
+
+COVERS = {
+    "neg": {"Neg", "Placeholder"}, "abs": {"Abs"}, "sign": {"Sign"}, "square": {"Square"}, "sqrt": {"Sqrt"},
+    "rsqrt": {"Rsqrt"}, "reciprocal": {"Reciprocal"}, "exp": {"Exp"}, "log": {"Log"}, "log1p": {"Log1p"},
+    "sin": {"Sin"}, "cos": {"Cos"}, "tan": {"Tan"}, "tanh": {"Tanh"}, "sigmoid": {"Sigmoid"}, "relu": {"Relu"},
+    "floor": {"Floor"}, "ceil": {"Ceil"}, "add": {"Add", "Const"}, "sub": {"Sub"}, "mul": {"Mul"},
+    "div": {"RealDiv"}, "floordiv": {"FloorDiv"}, "floormod": {"FloorMod"}, "pow": {"Pow"},
+    "maximum": {"Maximum"}, "minimum": {"Minimum"}, "squared_difference": {"SquaredDifference"},
+    "compare": {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"},
+    "int64_floordiv": {"FloorDiv", "Cast"}, "matmul": {"MatMul"}, "batch_matmul": {"BatchMatMulV2"},
+    "reductions": {"Sum", "Mean", "Max", "Min", "Prod"}, "empty_max": {"Max", "Min"}, "add_n": {"AddN"},
+    "cumulative": {"Cumsum", "Cumprod"}, "bias_add": {"BiasAdd"}, "cast_and_range": {"Cast", "Range"},
+    "shapes": {"Shape", "Size", "Rank", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Identity", "StopGradient",
+               "ZerosLike", "Fill", "Tile"},
+    "split_concat_pack": {"Split", "SplitV", "ConcatV2", "Pack", "Unpack"},
+    "slices": {"StridedSlice", "StridedSliceGrad"}, "select_where": {"Select", "Where"},
+    "broadcast_gradient": {"BroadcastGradientArgs"}, "invert_permutation": {"InvertPermutation"},
+    "variables": {"VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "InitializedValue",
+                  "NoOp"},
+    "sgd": {"ApplyGradientDescent"}, "momentum": {"ApplyMomentum"}, "adam": {"ApplyAdam"},
+    "rmsprop": {"ApplyRMSProp"}, "centered_rmsprop": {"ApplyCenteredRMSProp"}, "adagrad": {"ApplyAdagrad"},
+    "random": {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"},
+}
+
+
+def run_case(name: str, config: tf.ConfigProto, device: str, seed: int = 0) -> tuple[list, list, dict]:
+    """Build case `name` on a fresh graph under `device` and run it with `config`: (values, op types, {op type: the
+    devices its ops were placed on})."""
+    graph = tf.Graph()
+    with graph.as_default(), tf.device(device):
+        built = CASES[name](np.random.default_rng(seed))
+    init, (fetches, feeds) = (built[0], built[1:]) if len(built) == 3 else (None, built)
+    with tf.Session(graph=graph, config=config) as sess:
+        if init is not None:
+            sess.run(init)
+        values = [sess.run(fetches, feed_dict=feeds) for _ in range(2 if init is not None else 1)]
+        placed: dict = {}
+        for _, op_type, _, device, _ in sess.placement_table():
+            placed.setdefault(op_type, set()).add(device)
+    types = sorted({op.type for op in graph.get_operations()})
+    return values, types, placed
+
+
+def assert_same(gpu_values, cpu_values, random: bool = False) -> None:
+    """GPU results equal CPU results: float32 within 1e-5 relative elementwise, 1e-4 otherwise; exact for the rest."""
+    for g, c in zip(_flat(gpu_values), _flat(cpu_values)):
+        g, c = np.asarray(g), np.asarray(c)
+        assert type(g) is np.ndarray and g.shape == c.shape and g.dtype == c.dtype, (g, c)
+        if random:
+            assert g.size == c.size and np.all(np.isfinite(g))
+            assert abs(float(g.astype(np.float64).mean()) - float(c.astype(np.float64).mean())) < 0.5
+        elif g.dtype.kind == "f":
+            np.testing.assert_allclose(g, c, rtol=1e-4, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(g, c)
+
+
+def _flat(values):
+    if isinstance(values, (list, tuple)):
+        for v in values:
+            yield from _flat(v)
+    elif values is not None:
+        yield values

@@ -1,0 +1,81 @@
+"""The CuPy backend on a real NVIDIA GPU (`pytest -m gpu`): every GPU kernel against its CPU kernel, streams,
+transfers, memory options, fusion and the earlier issues' programs. Skipped, with the reason, where CuPy or a GPU
+is missing; tests/gpu/test_gpu_backend.py checks the same behaviour on fake GPUs everywhere."""
+import numpy as np
+import pytest
+
+import adplace as tf
+import op_cases
+from adplace import devices
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not devices.cuda_gpus(), reason=f"no CUDA GPU: {devices.why_no_cuda()}")]
+
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+CPU_ONLY = tf.ConfigProto(device_count={"GPU": 0}, allow_soft_placement=True)
+GPU_CONFIG = tf.ConfigProto(allow_soft_placement=True, gpu_options=tf.GPUOptions(allow_growth=True))
+
+
+@pytest.fixture(autouse=True)
+def _real_gpus_only(monkeypatch):
+    monkeypatch.delenv("ADPLACE_VIRTUAL_GPUS", raising=False)
+    tf.config.set_virtual_gpus(0)
+
+
+@pytest.mark.parametrize("name", sorted(op_cases.CASES))
+def test_gpu_kernel_matches_cpu_kernel(name):
+    gpu_values, _, placed = op_cases.run_case(name, GPU_CONFIG, "/gpu:0")
+    cpu_values, _, _ = op_cases.run_case(name, CPU_ONLY, "/gpu:0")
+    for op_type in op_cases.COVERS[name]:
+        assert GPU0 in placed[op_type], (op_type, placed[op_type])
+    op_cases.assert_same(gpu_values, cpu_values, random=name in op_cases.RANDOM_CASES)
+
+
+def test_devices_lists_name_capability_and_memory(capsys):
+    from adplace import cli
+    assert cli.main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert "compute capability" in out and "GiB free of" in out
+
+
+def test_fused_chain_matches_cpu_and_runs_one_kernel():
+    x = tf.placeholder(tf.float32, [1 << 20])
+    with tf.device("/gpu:0"):
+        y = tf.nn.relu(tf.cos(tf.sin(x) * 2.0 + 1.0) - 0.25)
+        g = tf.gradients(tf.reduce_sum(y), x)[0]
+    feed = {x: np.linspace(-3, 3, 1 << 20, dtype=np.float32)}
+    sess = tf.Session(config=GPU_CONFIG)
+    values = sess.run([y, g], feed)
+    expected = tf.Session(config=CPU_ONLY).run([y, g], feed)
+    for got, want in zip(values, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert sess.plan_for([y, g], feed).fused
+
+
+def test_memory_fraction_oom_is_resource_exhausted_and_the_session_survives():
+    import cupy
+    free, total = cupy.cuda.runtime.memGetInfo()
+    config = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.05, allow_growth=True))
+    n = int((total * 0.06 / 4) ** 0.5) + 1024  # an n x n float32 output over 5% of the memory
+    with tf.device("/gpu:0"):
+        big = tf.matmul(tf.ones([n, 8]), tf.ones([8, n]), name="big")
+        small = tf.reduce_sum(tf.ones([8, 8]))
+    sess = tf.Session(config=config)
+    with pytest.raises(tf.errors.ResourceExhaustedError, match="'big' \\(MatMul\\)"):
+        sess.run(tf.reduce_sum(big))
+    assert sess.run(small) == 64
+
+
+def test_timeline_of_a_gpu_run_has_event_timed_gpu_ops(tmp_path):
+    with tf.device(tf.assign_to_device("/device:GPU:0")):
+        a = tf.Variable(1.0)
+        b = tf.sin(a)
+    with tf.device("/CPU:0"):
+        c = tf.cos(b)
+    g = tf.gradients(c, a, colocate_gradients_with_ops=True)
+    sess = tf.Session(config=GPU_CONFIG)
+    sess.run(tf.global_variables_initializer())
+    value = tf.run_profile(sess, g[0] + c)
+    assert value == pytest.approx(-np.sin(np.sin(1.0)) * np.cos(1.0) + np.cos(np.sin(1.0)), rel=1e-6)
+    tf.save_profile(str(tmp_path / "true.json"))
+    assert (tmp_path / "true.json").stat().st_size > 0
