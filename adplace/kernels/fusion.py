@@ -15,6 +15,7 @@ import threading
 from typing import NamedTuple
 
 from adplace.framework import dtypes as _dtypes
+from adplace.kernels.gpu import once
 
 C_TYPES = {_dtypes.float32: "float", _dtypes.float64: "double", _dtypes.bool: "bool"}
 FLOAT_TYPES = frozenset({_dtypes.float32, _dtypes.float64})
@@ -91,12 +92,5 @@ _cache_lock = threading.Lock()
 
 def compiled(cp, source: ChainSource):
     """The ElementwiseKernel for a chain, one per distinct source per CuPy module (CuPy caches the binary)."""
-    key = (id(cp), source)
-    kernel = _cache.get(key)
-    if kernel is None:
-        with _cache_lock:
-            kernel = _cache.get(key)
-            if kernel is None:
-                kernel = _cache[key] = cp.ElementwiseKernel(source.in_params, source.out_params, source.operation,
-                                                            source.name, preamble=PREAMBLE)
-    return kernel
+    return once(_cache, (id(cp), source), lambda: cp.ElementwiseKernel(
+        source.in_params, source.out_params, source.operation, source.name, preamble=PREAMBLE), _cache_lock)

@@ -63,18 +63,24 @@ _streams: dict = {}                  # (CuPy module, physical id) -> the device'
 _config_lock = threading.Lock()
 
 
+def once(table: dict, key, make: Callable, lock: threading.Lock):
+    """table[key], made by `make()` the first time, once even when threads ask together."""
+    value = table.get(key)
+    if value is None:
+        with lock:
+            value = table.get(key)
+            if value is None:
+                value = table[key] = make()
+    return value
+
+
 def device_stream(cp, physical_id: int):
     """The process's CUDA stream for a GPU: every session enqueues that GPU's work on it, as TF has one compute
     stream per GPU (CuPy's pool caches freed memory per stream, so one stream also shares one cache)."""
-    key = (id(cp), physical_id)
-    stream = _streams.get(key)
-    if stream is None:
-        with _config_lock:
-            stream = _streams.get(key)
-            if stream is None:
-                with cp.cuda.Device(physical_id):
-                    stream = _streams[key] = cp.cuda.Stream(non_blocking=True)
-    return stream
+    def make():
+        with cp.cuda.Device(physical_id):
+            return cp.cuda.Stream(non_blocking=True)
+    return once(_streams, (id(cp), physical_id), make, _config_lock)
 
 
 def configure_memory(devices: list, gpu_options) -> None:

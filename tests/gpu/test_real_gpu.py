@@ -7,6 +7,7 @@ import pytest
 import adplace as tf
 import op_cases
 from adplace import devices
+from test_programs_training import EXPECTED, _colocation_example
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not devices.cuda_gpus(), reason=f"no CUDA GPU: {devices.why_no_cuda()}")]
@@ -66,16 +67,18 @@ def test_memory_fraction_oom_is_resource_exhausted_and_the_session_survives():
     assert sess.run(small) == 64
 
 
-def test_timeline_of_a_gpu_run_has_event_timed_gpu_ops(tmp_path):
-    with tf.device(tf.assign_to_device("/device:GPU:0")):
-        a = tf.Variable(1.0)
-        b = tf.sin(a)
-    with tf.device("/CPU:0"):
-        c = tf.cos(b)
-    g = tf.gradients(c, a, colocate_gradients_with_ops=True)
+def test_adcme_colocation_example_on_the_gpu():
+    value, placed = _colocation_example(colocate=True, config=GPU_CONFIG)
+    assert value[0] == pytest.approx(EXPECTED, rel=1e-6)
+    assert {d for n, d in placed.items() if n.startswith("gradients/Sin_grad/")} == {"device:GPU:0"}
+
+
+def test_profile_of_a_gpu_run_has_event_timed_gpu_ops(tmp_path):
+    with tf.device("/gpu:0"):
+        y = tf.reduce_sum(tf.matmul(tf.ones([256, 256]), tf.ones([256, 256])))
     sess = tf.Session(config=GPU_CONFIG)
-    sess.run(tf.global_variables_initializer())
-    value = tf.run_profile(sess, g[0] + c)
-    assert value == pytest.approx(-np.sin(np.sin(1.0)) * np.cos(1.0) + np.cos(np.sin(1.0)), rel=1e-6)
-    tf.save_profile(str(tmp_path / "true.json"))
-    assert (tmp_path / "true.json").stat().st_size > 0
+    assert tf.run_profile(sess, y) == 256 ** 3
+    nodes = next(d.node_stats for d in tf.profiler.last_run_metadata().step_stats.dev_stats if d.device == GPU0)
+    assert {n.node_name for n in nodes} >= {"MatMul", "Sum"}
+    tf.save_profile(str(tmp_path / "gpu.json"))
+    assert (tmp_path / "gpu.json").stat().st_size > 0
