@@ -13,8 +13,10 @@ from adplace.framework import registry
 
 @pytest.fixture(autouse=True)
 def _fresh_graph_and_devices(monkeypatch):
-    """Every test starts on an empty default graph with no virtual GPUs unless it asks for some."""
+    """Every test starts on an empty default graph with no virtual GPUs unless it asks for some; on a real GPU the
+    memory pool grows on demand instead of reserving the card (TF_FORCE_GPU_ALLOW_GROWTH, as TF reads it)."""
     monkeypatch.delenv("ADPLACE_VIRTUAL_GPUS", raising=False)
+    monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true")
     tf.config.set_virtual_gpus(None)
     tf.reset_default_graph()
     yield

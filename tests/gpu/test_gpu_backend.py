@@ -161,14 +161,16 @@ def test_memory_fraction_caps_the_pool_and_oom_names_op_device_and_bytes(fake_gp
     assert sess.run(step).sum() == 32  # the session is still usable
 
 
-def test_without_allow_growth_the_pool_reserves_its_cap_up_front(fake_gpu):
+def test_without_allow_growth_the_pool_reserves_its_cap_up_front(fake_gpu, monkeypatch):
+    monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH")
     pool = fake_gpu.get_default_memory_pool()
     tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.25)))
     assert pool.get_limit() == (1 << 30) // 4 and pool.total_bytes() >= (1 << 30) // 4
     assert pool.used_bytes() == 0  # reserved in the pool's cache, not held by anything
 
 
-def test_the_reservation_is_reused_by_the_device_stream_of_every_session(fake_gpu):
+def test_the_reservation_is_reused_by_the_device_stream_of_every_session(fake_gpu, monkeypatch):
+    monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH")
     pool = fake_gpu.get_default_memory_pool()
     config = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.25))
     tf.Session(config=config)
@@ -189,8 +191,12 @@ def test_float_floordiv_is_tfs_floor_of_the_quotient_on_cpu_and_gpu(fake_gpu):
     assert gpu_value.tolist() == cpu_value.tolist() == [10.0, -4.0]  # NumPy's 1.0 // 0.1 would give 9.0
 
 
-def test_allow_growth_reserves_nothing(fake_gpu):
+def test_allow_growth_or_tfs_environment_variable_reserves_nothing(fake_gpu, monkeypatch):
+    monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH")
     tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(allow_growth=True)))
+    monkeypatch.setattr(gpu, "_configured", {})
+    monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    tf.Session()
     assert fake_gpu.get_default_memory_pool().total_bytes() == 0
 
 
@@ -351,6 +357,33 @@ def test_training_on_a_cuda_gpu_matches_the_cpu(fake_gpu):
     assert gpu_losses[-1] < 0.1 * gpu_losses[0]
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4)
     np.testing.assert_allclose(gpu_w, cpu_w, rtol=1e-4, atol=1e-5)
+
+
+def test_devices_lists_each_cuda_gpu_with_name_capability_and_memory(fake_gpu, capsys):
+    assert cli.main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert f"{GPU0}  (device: 0, name: Fake GPU (NumPy), compute capability: 9.0, memory: " in out
+    assert "GiB free of 1.0 GiB; CuPy)" in out and "No CUDA GPU" not in out
+
+
+@pytest.mark.parametrize("fake_gpu", [2], indirect=True)
+def test_towers_on_two_cuda_gpus_run_in_parallel_threads_with_the_same_values(fake_gpu):
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal((16, 16)).astype(np.float32) / 4 for _ in range(2)]
+    outs = []
+    for i, w in enumerate(weights):
+        with tf.device(f"/gpu:{i}"):
+            h = tf.constant(np.ones((16, 16), np.float32))
+            for _ in range(5):
+                h = tf.tanh(tf.matmul(h, tf.constant(w)))
+            outs.append(tf.reduce_sum(h))
+    total = tf.add_n(outs)
+    sess = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=2, allow_soft_placement=True))
+    value = sess.run(total)
+    assert sess.plan_for(total).mode == "parallel"
+    expected = tf.Session(config=CPU_ONLY).run(total)
+    assert value == pytest.approx(expected, rel=1e-5)
+    assert {e[2] for e in fake_gpu.fake_log if e[0] == "launch"} == {0, 1}
 
 
 # --- without CuPy -------------------------------------------------------------------------------------------------

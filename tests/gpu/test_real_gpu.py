@@ -53,7 +53,18 @@ def test_fused_chain_matches_cpu_and_runs_one_kernel():
     assert sess.plan_for([y, g], feed).fused
 
 
-def test_memory_fraction_oom_is_resource_exhausted_and_the_session_survives():
+@pytest.fixture
+def fresh_memory_options(monkeypatch):
+    """Let this test's GPUOptions apply (the first session of a process decides), and lift its cap afterwards."""
+    import cupy
+    from adplace.kernels import gpu
+    monkeypatch.setattr(gpu, "_configured", {})
+    yield
+    with cupy.cuda.Device(0):
+        cupy.get_default_memory_pool().set_limit(size=0)
+
+
+def test_memory_fraction_oom_is_resource_exhausted_and_the_session_survives(fresh_memory_options):
     import cupy
     free, total = cupy.cuda.runtime.memGetInfo()
     config = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.05, allow_growth=True))
