@@ -313,7 +313,9 @@ def download_kernel(state: DeviceState) -> Callable:
     def download(value):
         if not is_device_array(value):
             return np.array(value, copy=True)
-        with cuda:
+        with cuda, stream:
+            if not value.flags.c_contiguous:
+                value = value.copy()  # a view (a transpose) is packed on the GPU first
             out = pinned_empty(value.shape, value.dtype)
             value.get(stream=stream, out=out)   # blocking: synchronises this stream up to the copy
         return out
@@ -329,7 +331,8 @@ def peer_kernel(src: DeviceState, dst: DeviceState) -> Callable:
         if not is_device_array(value):
             return np.array(value, copy=True)
         with src.cuda, src.stream:
-            value = cp.ascontiguousarray(value)
+            if not value.flags.c_contiguous:
+                value = value.copy()
             produced = src.stream.record()
         with dst.cuda, dst.stream:
             out = cp.empty(value.shape, value.dtype)
@@ -342,11 +345,17 @@ def peer_kernel(src: DeviceState, dst: DeviceState) -> Callable:
     return peer_copy
 
 
-def fetch_converter(state: DeviceState) -> Callable:
-    """How a fetched value on a CUDA device reaches the caller: a NumPy array (0-d as a NumPy scalar, as TF)."""
+def fetch_converter(state: DeviceState, copy_host_values: bool) -> Callable:
+    """How a fetched value on a CUDA device reaches the caller: a NumPy array (0-d as a NumPy scalar, as TF).
+
+    Device values arrive in fresh pinned memory; host-memory values (int32) are copied when they may alias what
+    the graph keeps (`copy_host_values`, the plan's rule for view ops)."""
     download = download_kernel(state)
 
     def fetch(value):
-        value = download(value) if is_device_array(value) else value
+        if is_device_array(value):
+            value = download(value)
+        elif copy_host_values:
+            value = np.array(value, copy=True)
         return value[()] if type(value) is np.ndarray and value.ndim == 0 else value
     return fetch

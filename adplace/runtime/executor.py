@@ -348,7 +348,8 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
                 fetch_copies, has_writes)
     plan.fused = fused
     plan.feed_tensors = feed_tensors
-    plan.fetch_via = {i: ctx.fetch_converter(where[slot]) for i, slot in enumerate(fetch_slots) if where[slot].is_cuda}
+    plan.fetch_via = {i: ctx.fetch_converter(where[slot], fetch_copies[i]) for i, slot in enumerate(fetch_slots)
+                      if where[slot].is_cuda}
     _schedule_frees(plan, set(fetch_slots))
     return plan.finish()
 
@@ -511,8 +512,8 @@ class KernelContext:
             return _gpu.download_kernel(self.cuda_state(src))
         return _copy_between_devices
 
-    def fetch_converter(self, device) -> Callable:
-        return _gpu.fetch_converter(self.cuda_state(device))
+    def fetch_converter(self, device, copy_host_values: bool) -> Callable:
+        return _gpu.fetch_converter(self.cuda_state(device), copy_host_values)
 
     @property
     def journal(self) -> list:

@@ -64,6 +64,17 @@ def test_int32_tensors_of_gpu_ops_stay_in_host_memory(fake_gpu):
     assert all(k.__qualname__ != f"gpu:{total.op.name}" for k in plan.kernels)  # a host kernel, not a launch
 
 
+def test_fetched_gpu_values_never_alias_what_the_graph_keeps(fake_gpu):
+    with tf.device("/gpu:0"):
+        shape = tf.identity(tf.constant([3, 4]))       # int32: host memory on the GPU
+        floats = tf.transpose(tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3)))  # a device view
+    sess = tf.Session()
+    first, t = sess.run([shape, floats])
+    first[0] = 99
+    assert sess.run(shape).tolist() == [3, 4]
+    assert t.flags.c_contiguous and t.tolist() == [[0, 3], [1, 4], [2, 5]]
+
+
 def test_random_ops_on_the_gpu_are_reproducible_per_op_seed(fake_gpu):
     with tf.device("/gpu:0"):
         r = tf.random_normal([64], seed=7)
@@ -198,6 +209,18 @@ def test_allow_growth_or_tfs_environment_variable_reserves_nothing(fake_gpu, mon
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true")
     tf.Session()
     assert fake_gpu.get_default_memory_pool().total_bytes() == 0
+
+
+@pytest.mark.parametrize("fake_gpu", [2], indirect=True)
+def test_scalars_and_views_keep_their_shape_across_gpus(fake_gpu):
+    with tf.device("/gpu:0"):
+        total = tf.reduce_sum(tf.ones([3]))
+        view = tf.transpose(tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3)))
+    with tf.device("/gpu:1"):
+        scaled, moved = total * 2.0, view + 0.0
+    value, moved_value = tf.Session().run([scaled, moved])
+    assert type(value) is np.float32 and value == 6.0
+    assert moved_value.tolist() == [[0, 3], [1, 4], [2, 5]]
 
 
 @pytest.mark.parametrize("fake_gpu", [2], indirect=True)
