@@ -343,19 +343,3 @@ def peer_kernel(src: DeviceState, dst: DeviceState) -> Callable:
         src.stream.wait_event(copied)  # the source's memory is not handed to a later op before the copy has read it
         return out
     return peer_copy
-
-
-def fetch_converter(state: DeviceState, copy_host_values: bool) -> Callable:
-    """How a fetched value on a CUDA device reaches the caller: a NumPy array (0-d as a NumPy scalar, as TF).
-
-    Device values arrive in fresh pinned memory; host-memory values (int32) are copied when they may alias what
-    the graph keeps (`copy_host_values`, the plan's rule for view ops)."""
-    download = download_kernel(state)
-
-    def fetch(value):
-        if is_device_array(value):
-            value = download(value)
-        elif copy_host_values:
-            value = np.array(value, copy=True)
-        return value[()] if type(value) is np.ndarray and value.ndim == 0 else value
-    return fetch

@@ -513,7 +513,11 @@ class KernelContext:
         return _copy_between_devices
 
     def fetch_converter(self, device, copy_host_values: bool) -> Callable:
-        return _gpu.fetch_converter(self.cuda_state(device), copy_host_values)
+        """How a fetch on a CUDA device reaches the caller: device arrays arrive in fresh pinned memory; host-memory
+        values (int32) follow the plan's rule for the others (copied when they may alias what the graph keeps)."""
+        download, is_device_array = _gpu.download_kernel(self.cuda_state(device)), _gpu.is_device_array
+        convert_host = _fetch_copy if copy_host_values else _fetch_value
+        return lambda value: _fetch_value(download(value)) if is_device_array(value) else convert_host(value)
 
     @property
     def journal(self) -> list:

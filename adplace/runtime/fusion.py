@@ -55,29 +55,22 @@ def fused_kernel(members: list, ins: list, outs: list, ops: list, state):
     """(kernel, leaf slots) computing a group's root from its leaves in one launch on `state`'s device."""
     temp_of = {outs[index]: f"t{k}" for k, index in enumerate(members)}
     leaves: list = []
+    leaf_dtypes: list = []
     chain = []
     for index in members:
+        op = ops[index]
         args = []
-        for slot in _as_tuple(ins[index]):
+        for slot, tensor in zip(_as_tuple(ins[index]), op._inputs):
             if slot in temp_of:
                 args.append(temp_of[slot])
             else:
                 if slot not in leaves:
                     leaves.append(slot)
+                    leaf_dtypes.append(tensor._dtype.base_dtype)
                 args.append(f"x{leaves.index(slot)}")
-        op = ops[index]
         chain.append(_codegen.Member(op._type, kernel_dtype(op), op._outputs[0]._dtype.base_dtype, tuple(args)))
-    leaf_dtypes = [_leaf_dtype(slot, members, ins, ops) for slot in leaves]
     kernel = _codegen.compiled(state.cp, _codegen.chain_source(chain, leaf_dtypes))
     return state.launcher(kernel, ops[members[-1]]), leaves
-
-
-def _leaf_dtype(slot: int, members: list, ins: list, ops: list):
-    for index in members:
-        for position, s in enumerate(_as_tuple(ins[index])):
-            if s == slot:
-                return ops[index]._inputs[position]._dtype.base_dtype
-    raise AssertionError(f"slot {slot} is not read by the group")
 
 
 def fuse(plan_lists: tuple, transfer_at: dict, keep: set, ctx) -> tuple[dict, dict]:
