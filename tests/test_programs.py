@@ -90,8 +90,8 @@ def test_device_function_puts_variables_on_cpu_and_the_rest_on_gpu(gpus):
     sess = tf.Session()
     sess.run(tf.global_variables_initializer())
     assert sess.run(c) == 12.0
-    assert a.device == "/device:CPU:0" and a.op.type == "VariableV2"
-    assert b.device == c.device == "/device:GPU:0"
+    assert a.device == "/cpu:0" and a.op.type == "VariableV2"  # a device function's strings are kept verbatim
+    assert b.device == c.device == "/gpu:0"
     assert sess.placement(a) == CPU0
     assert sess.placement(a.value()) == CPU0  # the read snapshot stays with its variable
     assert sess.placement(b) == sess.placement(c) == GPU0

@@ -168,6 +168,9 @@ class Graph:
             if entry.function is None:
                 break
             result = entry.function(op)
+            if result is not None and not isinstance(result, (str, DeviceSpec)):
+                raise TypeError(f"Device function {entry.function!r} returned {result!r} for op {op.name!r} "
+                                f"({op.type}); it must return a device string, a DeviceSpec or None")
             op._set_device("" if result is None else result)
 
     def _apply_colocation(self, op: Operation, colocation_stack: list) -> None:
@@ -179,7 +182,7 @@ class Graph:
             if not coloc_op._device:
                 continue
             if not op._device:
-                op._device = coloc_op._device
+                op._set_device(coloc_op._device_text)
             elif op._device != coloc_op._device and not self._warned_colocation:
                 self._warned_colocation = True
                 _log.warning("Tried to colocate op '%s' having device '%s' with op '%s' which had an incompatible "

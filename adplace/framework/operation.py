@@ -46,7 +46,7 @@ class Tensor:
     dtype = property(lambda self: self._dtype)
     graph = property(lambda self: self._op._graph)
     shape = property(lambda self: self._shape)
-    device = property(lambda self: self._op._device)
+    device = property(lambda self: self._op._device_text)
 
     @property
     def name(self) -> str:
@@ -102,13 +102,14 @@ class Operation:
     """A node of the graph: type, inputs, control inputs, attrs, outputs and the requested device."""
 
     __slots__ = ("_graph", "_name", "_type", "_inputs", "_control_inputs", "_outputs", "_attrs", "_device",
-                 "_id", "_colocation", "_consumers", "_control_outputs", "_op_def", "__weakref__")
+                 "_device_text", "_id", "_colocation", "_consumers", "_control_outputs", "_op_def", "__weakref__")
 
     def __init__(self, graph: Graph, op_type: str, name: str, inputs: tuple, attrs: dict, control_inputs: list,
                  output_specs: list, op_def):
         self._graph, self._type, self._name = graph, op_type, name
         self._inputs, self._attrs, self._op_def = inputs, attrs, op_def
-        self._device, self._colocation = "", ()
+        self._device = self._device_text = ""
+        self._colocation = ()
         self._consumers: list[Operation] = []
         self._control_outputs: list[Operation] = []
         seen = {id(t._op) for t in inputs}
@@ -124,7 +125,7 @@ class Operation:
     graph = property(lambda self: self._graph)
     outputs = property(lambda self: list(self._outputs))
     control_inputs = property(lambda self: list(self._control_inputs))
-    device = property(lambda self: self._device)
+    device = property(lambda self: self._device_text)
 
     @property
     def inputs(self) -> tuple:
@@ -136,7 +137,7 @@ class Operation:
         attr = dict(self._attrs)
         if self._colocation:
             attr["_class"] = list(self._colocation)
-        return NodeDef(self._name, self._type, self._device, attr, inputs)
+        return NodeDef(self._name, self._type, self._device_text, attr, inputs)
 
     def values(self) -> tuple:
         return self._outputs
@@ -158,7 +159,11 @@ class Operation:
         session_for(self._graph, session, "execute operation").run(self, feed_dict)
 
     def _set_device(self, device) -> None:
-        self._device = canonical_name(device.to_string() if isinstance(device, DeviceSpec) else device)
+        """Request `device`. `op.device` keeps the text as given (TF stores a device function's "/gpu:0"
+        verbatim); placement and colocation compare the canonical form in `_device`."""
+        text = device.to_string() if isinstance(device, DeviceSpec) else device
+        self._device = canonical_name(text)
+        self._device_text = text or ""
 
     def __repr__(self) -> str:
         device = f" device={self._device}" if self._device else ""

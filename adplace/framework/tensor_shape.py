@@ -75,8 +75,8 @@ class TensorShape:
             self._dims = dims._dims
         elif dims is None:
             self._dims = None
-        elif isinstance(dims, (int, Dimension)) or hasattr(dims, "__index__"):
-            self._dims = (Dimension(dims)._value,)
+        elif isinstance(dims, (int, Dimension)) or (hasattr(dims, "__index__") and getattr(dims, "ndim", 0) == 0):
+            self._dims = (Dimension(dims)._value,)  # a NumPy integer scalar too; an int array is a list of dims
         else:
             self._dims = tuple(Dimension(d)._value for d in dims)
 

@@ -317,7 +317,9 @@ def test_nested_string_scopes_merge_inner_fields_win():
     assert e.op.device == "/job:train"
 
 
-def test_device_function_sees_op_type_and_result_is_canonicalised():
+def test_device_function_sees_op_type_and_its_result_is_kept_verbatim():
+    """TF stores a device function's string as returned (`/gpu:0` stays `/gpu:0`, tensorflow#11484); string
+    scopes store canonical strings. Placement and colocation compare the canonical form."""
     seen = []
 
     def pick(op):
@@ -327,9 +329,21 @@ def test_device_function_sees_op_type_and_result_is_canonicalised():
     with tf.device(pick):
         a = tf.constant([[1.0]])
         m = tf.matmul(a, a)
-    assert seen == ["Const", "MatMul"]
-    assert a.op.device == "/device:CPU:0"
-    assert m.op.device == "/device:GPU:0"
+        with tf.colocate_with(m):
+            n = tf.identity(m)
+    assert seen == ["Const", "MatMul"]  # colocate_with sets device scopes aside
+    assert (a.op.device, m.op.device, m.device, m.op.node_def.device) == ("/cpu:0", "/gpu:0", "/gpu:0", "/gpu:0")
+    assert (a.op._device, m.op._device) == ("/device:CPU:0", "/device:GPU:0")
+    assert n.op.device == "/gpu:0"  # taken from the colocation op, as it was requested
+    with tf.Session(config=tf.ConfigProto(allow_soft_placement=False, device_count={"GPU": 0})) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="MatMul"):
+            sess.run(m)
+
+
+def test_device_function_returning_a_non_device_names_the_op():
+    with pytest.raises(TypeError, match=r"returned 3 for op 'Const' \(Const\); it must return a device string"):
+        with tf.device(lambda op: 3):
+            tf.constant(1.0)
 
 
 def test_device_function_returning_device_spec():
@@ -367,7 +381,7 @@ def test_device_function_outside_string_scope_overrides_it():
     with tf.device(lambda op: "/cpu:0"):
         with tf.device("/gpu:1"):
             c = tf.constant(1.0)
-    assert c.op.device == "/device:CPU:0"
+    assert (c.op.device, c.op._device) == ("/cpu:0", "/device:CPU:0")  # verbatim request, canonical for placement
 
 
 def test_device_function_sees_device_set_by_inner_scope():
@@ -432,8 +446,8 @@ def test_user_closure_with_node_def_isinstance_check():
     with tf.device(assign):
         v = tf.Variable(1.0)
         y = v * 2.0
-    assert v.device == "/device:CPU:0"
-    assert y.op.device == "/device:GPU:0"
+    assert v.device == "/cpu:0"
+    assert y.op.device == "/gpu:0"
 
 
 # --- colocate_with -------------------------------------------------------------------------------------------
