@@ -91,13 +91,17 @@ for _op_type in COMPARISON_OPS:
 def _binary(op_type: str, x, y, name: str | None, scope: str | None = None) -> Tensor:
     """Build a binary op; Python values take the dtype of the Tensor operand, as TF's operator wrappers do."""
     with name_scope(name, scope or op_type, [x, y]) as op_name:
-        if isinstance(x, Tensor) or not isinstance(y, Tensor):
-            x = convert_to_tensor(x, name="x")
-            y = _convert_like(y, x, "y")
-        else:
-            y = convert_to_tensor(y, name="y")
-            x = _convert_like(x, y, "x")
+        x, y = _convert_pair(x, y)
         return apply_op_1(op_type, [x, y], {"T": x.dtype.base_dtype}, name=op_name)
+
+
+def _convert_pair(x, y) -> tuple[Tensor, Tensor]:
+    """Both operands as Tensors (named x and y in the current scope); a Python value takes the other's dtype."""
+    if isinstance(x, Tensor) or not isinstance(y, Tensor):
+        x = convert_to_tensor(x, name="x")
+        return x, _convert_like(y, x, "y")
+    y = convert_to_tensor(y, name="y")
+    return _convert_like(x, y, "x"), y
 
 
 def _convert_like(value, other: Tensor, name: str) -> Tensor:
@@ -125,10 +129,10 @@ def not_equal(x, y, name: str | None = None) -> Tensor: return _binary("NotEqual
 
 
 def truediv(x, y, name: str | None = None) -> Tensor:
-    """x / y; integer inputs are cast to floating point first, as in TF (int32 -> float64)."""
+    """x / y; integer inputs are cast to floating point first, as in TF (int32 -> float64). A Python `x` takes the
+    dtype of a Tensor `y`, as TF's `1.0 / y` and `tf.divide(1.0, y)` do."""
     with name_scope(name, "truediv", [x, y]) as scope:
-        x = convert_to_tensor(x, name="x")
-        y = _convert_like(y, x, "y")
+        x, y = _convert_pair(x, y)
         if x.dtype.is_integer:
             target = _dtypes.float32 if x.dtype.size <= 2 else _dtypes.float64
             x, y = cast(x, target), cast(y, target)

@@ -55,6 +55,14 @@ def test_binary_op_with_python_scalar_takes_tensor_dtype():
     np.testing.assert_array_equal(run(z), [3, 6])
 
 
+def test_python_value_divided_by_tensor_takes_the_tensor_dtype():
+    """TF's `1.0 / y` and `tf.divide(1.0, y)` convert the Python value with y's dtype (ops named as TF names them)."""
+    y = tf.constant([2.0, 4.0], dtype=tf.float64)
+    z = 1.0 / y
+    assert z.dtype == tf.float64 and z.op.name == "truediv" and z.op.inputs[0].op.name == "truediv/x"
+    np.testing.assert_allclose(run([z, tf.divide(2.0, y)]), [[0.5, 0.25], [1.0, 0.5]])
+
+
 def test_binary_broadcast_both_sides():
     col = np.array([[1.0], [2.0]], np.float32)
     y = tf.add(tf.constant(col), tf.constant(ROW))

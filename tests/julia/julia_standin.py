@@ -1,0 +1,131 @@
+"""A Python stand-in for how julia/src/ADPlace.jl hands values across the Julia/Python boundary.
+
+No Julia runs here: these classes mirror ADPlace.jl's conversion rules so that Python tests can drive adplace exactly
+as the Julia package will.
+
+- `to_julia` is ADPlace's `tojulia`: str -> `JuliaString`, bool/int/float/complex/None stay, list -> list (a Julia
+  Vector), tuple -> tuple, dict -> dict, NumPy arrays/scalars -> copies/Python numbers, anything else -> `JuliaPyObject`.
+- `to_python` is ADPlace's `topy`: the inverse; a Python function stands for a Julia `Function` and becomes
+  `julia_function(f)`; NumPy arrays stand for Julia numeric arrays and lists for `Vector{Any}`; raw Python objects
+  (PythonCall's `Py`) pass unchanged.
+- `julia_function(f)` is `pyfunc(julia_callback(f))`: arguments through `to_julia`, the result through `to_python`.
+- `raw_julia_function(f)` is PythonCall's plain `pyfunc(f)`: arguments arrive as raw Python objects (a Python `str`
+  stays a `str`, which never equals a `JuliaString`); only the result is converted, as `Py(result)` does.
+"""
+import builtins
+import types
+
+import numpy as np
+
+
+class JuliaString:
+    """A Julia `String`: equal to a JuliaString with the same text and never to a Python `str` (Julia's `==` between
+    a `String` and PythonCall's `Py` falls back to `===`, which is false)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"JuliaString takes a str, got {type(text).__name__}")
+        self.text = text
+
+    def __eq__(self, other):
+        return isinstance(other, JuliaString) and other.text == self.text
+
+    def __hash__(self):
+        return hash((JuliaString, self.text))
+
+    def __repr__(self):
+        return f"JuliaString({self.text!r})"
+
+
+class JuliaPyObject:
+    """ADPlace's `PyObject`: a Python object whose attributes and call results come back through `to_julia`."""
+
+    __slots__ = ("_py",)
+
+    def __init__(self, py):
+        object.__setattr__(self, "_py", py)
+
+    def __getattr__(self, name):
+        return to_julia(getattr(self._py, name))
+
+    def __call__(self, *args, **kwargs):
+        result = self._py(*map(to_python, args), **{k: to_python(v) for k, v in kwargs.items()})
+        return to_julia(result)
+
+    def __eq__(self, other):  # Base.:(==)(::PyObject, ::PyObject) = pyeq(Bool, ...)
+        return isinstance(other, JuliaPyObject) and bool(self._py == other._py)
+
+    def __hash__(self):
+        return hash(self._py)
+
+    def __repr__(self):
+        return f"PyObject {self._py!r}"
+
+
+class _PyFunc:
+    """What `pyfunc` gives Python: a plain Python callable wrapping a Julia function."""
+
+    def __init__(self, f, convert_args):
+        self.f, self.convert_args = f, convert_args
+
+    def __call__(self, *args, **kwargs):
+        if self.convert_args:
+            args = [to_julia(a) for a in args]
+            kwargs = {k: to_julia(v) for k, v in kwargs.items()}
+        return to_python(self.f(*args, **kwargs))
+
+    def __repr__(self):
+        return f"<pyfunc {getattr(self.f, '__name__', self.f)!r}>"
+
+
+def to_julia(x):
+    """ADPlace.jl's `tojulia` (same order of checks: None, bool, str, int, float, complex, list, tuple, dict, NumPy)."""
+    if x is None or isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return x
+    if isinstance(x, str):
+        return JuliaString(str(x))
+    if isinstance(x, list):
+        return [to_julia(v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(to_julia(v) for v in x)
+    if isinstance(x, dict):
+        return {to_julia(k): to_julia(v) for k, v in x.items()}
+    if isinstance(x, (np.ndarray, np.generic)):
+        a = np.asarray(x)
+        if a.dtype.kind not in "biufc":
+            return to_julia(a.tolist())
+        return a.item() if a.ndim == 0 else a.copy()
+    return JuliaPyObject(x)
+
+
+def to_python(x):
+    """ADPlace.jl's `topy`: Julia values back to Python; a raw Python object (a `Py`) passes unchanged."""
+    if isinstance(x, JuliaPyObject):
+        return x._py
+    if isinstance(x, JuliaString):
+        return x.text
+    if isinstance(x, (list, tuple)):
+        values = [to_python(v) for v in x]
+        return tuple(values) if isinstance(x, tuple) else values
+    if isinstance(x, dict):
+        return {to_python(k): to_python(v) for k, v in x.items()}
+    if isinstance(x, types.FunctionType):  # a Julia Function: topy(f::Function) = pyfunc(julia_callback(f))
+        return julia_function(x)
+    return x
+
+
+def julia_function(f):
+    """`topy(f)` of ADPlace.jl: `pyfunc(julia_callback(f))`, whose arguments go through `to_julia`."""
+    return _PyFunc(f, convert_args=True)
+
+
+def raw_julia_function(f):
+    """PythonCall's own `pyfunc(f)`: arguments arrive as raw Python objects, unconverted."""
+    return _PyFunc(f, convert_args=False)
+
+
+def pybuiltin(name):
+    """ADPlace's `pybuiltin(name)`: the Python builtin as a `JuliaPyObject`."""
+    return JuliaPyObject(getattr(builtins, name))
