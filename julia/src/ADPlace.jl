@@ -104,8 +104,10 @@ that convert their arguments with `tojulia`.
 """
 topy(x::PyObject) = getfield(x, :py)
 topy(x::Py) = x
-topy(x::Union{Nothing,Bool,Integer,Float16,Float32,Float64,ComplexF32,ComplexF64,String}) = Py(x)
-topy(x::Real) = Py(Float64(x))
+topy(x::Nothing) = Py(x)
+topy(x::Union{Integer,Float16,Float32,Float64}) = Py(x)   # a subtype of Real: no ambiguity with the next
+topy(x::Real) = Py(Float64(x))                             # π, rationals, BigFloat
+topy(x::Union{ComplexF32,ComplexF64}) = Py(x)
 topy(x::Union{AbstractString,Symbol}) = Py(String(x))
 topy(x::AbstractArray{<:NumPyEltype}) = numpy.array(Py(Array(x)); order="C")
 topy(x::AbstractArray) = pylist([topy(v) for v in x])
