@@ -277,16 +277,17 @@ dtype_of(x) = dtype(typeof(x))
 dtype_of(x::AbstractString) = dtype(String)
 dtype_of(x::AbstractArray) = dtype(eltype(x))
 
+"""`kwargs` with the dtype of the Julia `value` added, unless one is given or `value` is a tensor."""
+with_dtype(value, kwargs) =
+    value isa PyObject || haskey(kwargs, :dtype) ? kwargs : (; dtype=dtype_of(value), kwargs...)
+
 """
     Variable(initial_value; kwargs...)
 
 `tf.Variable`, with the dtype of a Julia initial value (`Variable(1.0)` is float64). Keywords go to
 `tf.Variable` (`name`, `trainable`, `dtype` as a Julia type or a `tf` dtype).
 """
-function Variable(initial_value; kwargs...)
-    (initial_value isa PyObject || haskey(kwargs, :dtype)) && return tf.Variable(initial_value; kwargs...)
-    return tf.Variable(initial_value; dtype=dtype_of(initial_value), kwargs...)
-end
+Variable(initial_value; kwargs...) = tf.Variable(initial_value; with_dtype(initial_value, kwargs)...)
 
 """
     constant(value; kwargs...)
@@ -295,10 +296,7 @@ end
 tensor's element `[i-1, j-1]`). A `PyObject` is returned as it is.
 """
 constant(value::PyObject; kwargs...) = value
-function constant(value; kwargs...)
-    haskey(kwargs, :dtype) && return tf.constant(value; kwargs...)
-    return tf.constant(value; dtype=dtype_of(value), kwargs...)
-end
+constant(value; kwargs...) = tf.constant(value; with_dtype(value, kwargs)...)
 
 """
     placeholder(dtype; shape=nothing, name=nothing)
