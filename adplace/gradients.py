@@ -88,8 +88,8 @@ def _default_grad_ys(ys: list, grad_ys: list, colocate: bool) -> list:
             if grad_y is None:
                 if y.dtype.is_complex:
                     raise TypeError(f"Gradients of complex tensors must set grad_ys (y.dtype = {y.dtype.name})")
-                one = constant(1, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")
-                out.append(array_ops.fill(array_ops.shape_internal(y), one))
+                dims = array_ops.shape(y)  # TF's order: gradients/Shape, then gradients/grad_ys_<i>, then Fill
+                out.append(array_ops.fill(dims, constant(1, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")))
                 continue
             grad_y = convert_to_tensor(grad_y, dtype=y.dtype.base_dtype)
             if y.dtype.is_floating and not grad_y.dtype.is_floating:

@@ -380,8 +380,30 @@ def test_late_writer_with_another_request_joins_the_already_placed_variable(gpus
 
 def test_shape_ops_stay_with_their_input(gpus):
     with tf.device("/cpu:0"):
-        x = tf.constant([[1.0, 2.0]], name="x")
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
         y = x * 2.0
     s = tf.shape(y, name="s")
+    assert s.op.type == "Shape"  # the first dimension is only known at run time
     sess = tf.Session()
-    assert sess.placement(s) == CPU0 and sess.plan_for(s).transfers == ()
+    assert sess.placement(s) == CPU0 and sess.plan_for(s, {x: [[1.0, 2.0]]}).transfers == ()
+
+
+def test_shape_size_and_rank_of_static_shapes_are_constants_as_in_tf1():
+    x = tf.zeros([2, 3])
+    s, n, r = tf.shape(x), tf.size(x), tf.rank(x)
+    assert [t.op.type for t in (s, n, r)] == ["Const", "Const", "Const"]
+    assert [t.op.name for t in (s, n, r)] == ["Shape", "Size", "Rank"]
+    assert tf.shape(x, optimize=False).op.type == "Shape"
+    p = tf.placeholder(tf.float32, [None, 3])
+    assert (tf.shape(p).op.type, tf.size(p).op.type, tf.rank(p).op.type) == ("Shape", "Size", "Const")
+    assert tf.rank(tf.placeholder(tf.float32)).op.type == "Rank"
+    with tf.Session() as sess:
+        assert [list(v) if np.ndim(v) else int(v) for v in sess.run([s, n, r])] == [[2, 3], 6, 2]
+        assert list(sess.run(tf.shape(p), {p: np.zeros([4, 3])})) == [4, 3]
+
+
+def test_default_grad_ys_are_named_as_in_tf1():
+    x = tf.constant(1.0)
+    tf.gradients(tf.sin(x), x)
+    names = [(op.name, op.type) for op in tf.get_default_graph().get_operations() if op.name.startswith("gradients/")]
+    assert names[:3] == [("gradients/Shape", "Const"), ("gradients/grad_ys_0", "Const"), ("gradients/Fill", "Fill")]

@@ -50,19 +50,29 @@ register_op("Size", lambda inputs, attrs, name: [(attrs["out_type"], SCALAR)])
 register_op("Rank", lambda inputs, attrs, name: [(_dtypes.int32, SCALAR)])
 
 
-def shape(input, name: str | None = None, out_type=_dtypes.int32) -> Tensor:  # noqa: A002
-    """The dynamic shape of a tensor (tf.shape)."""
-    return apply_op_1("Shape", [convert_to_tensor(input)], {"out_type": _dtypes.as_dtype(out_type)},
-                      name=name or "Shape")
+def shape(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool = True) -> Tensor:  # noqa: A002
+    """The shape of a tensor (tf.shape): as in TF1 graph mode, a Const when the static shape is fully known (and
+    `optimize`), else a Shape op computed at run time."""
+    input = convert_to_tensor(input)  # noqa: A001
+    if optimize and input.shape.is_fully_defined():
+        return constant(input.shape.as_list(), dtype=out_type, name=name or "Shape")
+    return apply_op_1("Shape", [input], {"out_type": _dtypes.as_dtype(out_type)}, name=name or "Shape")
 
 
-def size(input, name: str | None = None, out_type=_dtypes.int32) -> Tensor:  # noqa: A002
-    return apply_op_1("Size", [convert_to_tensor(input)], {"out_type": _dtypes.as_dtype(out_type)},
-                      name=name or "Size")
+def size(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool = True) -> Tensor:  # noqa: A002
+    """The number of elements (tf.size): a Const when the static shape is fully known, as in TF1."""
+    input = convert_to_tensor(input)  # noqa: A001
+    if optimize and input.shape.is_fully_defined():
+        return constant(input.shape.num_elements(), dtype=out_type, name=name or "Size")
+    return apply_op_1("Size", [input], {"out_type": _dtypes.as_dtype(out_type)}, name=name or "Size")
 
 
 def rank(input, name: str | None = None) -> Tensor:  # noqa: A002
-    return apply_op_1("Rank", [convert_to_tensor(input)], name=name or "Rank")
+    """The number of dimensions (tf.rank): a Const when the static rank is known, as in TF1."""
+    input = convert_to_tensor(input)  # noqa: A001
+    if input.shape.ndims is not None:
+        return constant(input.shape.ndims, dtype=_dtypes.int32, name=name or "Rank")
+    return apply_op_1("Rank", [input], name=name or "Rank")
 
 
 # --- Reshape, Transpose, Squeeze, ExpandDims -------------------------------------------------------------------

@@ -78,10 +78,11 @@ CASES = {
     "cast_and_range": lambda rng: ([tf.cast(tf.constant(_x(rng, 3, 4)), tf.float64),
                                     tf.cast(tf.constant(_x(rng, 3, 4)) * 3, tf.int32),
                                     tf.cast(tf.range(5), tf.float32), tf.range(1.0, 4.0, 0.5)], {}),
-    "shapes": lambda rng: (lambda t: ([tf.shape(t), tf.size(t), tf.rank(t), tf.reshape(t, [4, 3]),
+    "shapes": lambda rng: (lambda t, p, q: ([tf.shape(p), tf.size(p), tf.rank(q), tf.reshape(t, [4, 3]),
                                        tf.transpose(t), tf.expand_dims(t, 1), tf.squeeze(tf.reshape(t, [1, 3, 4]), [0]),
                                        tf.identity(t), tf.stop_gradient(t), tf.zeros_like(t), tf.fill([2, 2], 1.5),
-                                       tf.tile(t, [2, 1])], {}))(tf.constant(_x(rng, 3, 4))),
+                                       tf.tile(t, [2, 1])], {p: _x(rng, 3, 4), q: _x(rng, 3, 4)}))(
+        tf.constant(_x(rng, 3, 4)), tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32)),
     "split_concat_pack": lambda rng: (lambda t: ([*tf.split(t, 2, axis=1), *tf.split(t, [1, 2], axis=0),
                                                   tf.concat([t, t], 0), tf.stack([t, t], axis=1),
                                                   *tf.unstack(t, axis=0)], {}))(tf.constant(_x(rng, 3, 4))),
