@@ -3,6 +3,7 @@
     adplace devices            # CPU:0 and every GPU; virtual GPUs are marked "(virtual)"
     adplace demo               # variables on the CPU, compute on GPU:0, a two-tower model, gradient colocation on
                                # and off, and a data-parallel polynomial fit trained with Adam on 2 GPUs
+    adplace demo --trace DIR   # the same; its Chrome traces and PNG timelines go to DIR (default ./adplace-traces)
 """
 from __future__ import annotations
 
@@ -107,15 +108,36 @@ def _towers() -> None:
     print(value)
 
 
-def _gradient_colocation(trace_dir: str) -> None:
+def _can_plot() -> bool:
+    """Whether matplotlib imports, so the demo can draw PNG timelines."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _save_trace(trace_dir: str, name: str, plot: bool) -> list[str]:
+    """Save the latest run_profile as Chrome trace `trace_dir/name.json` and, when `plot`, a PNG timeline
+    `trace_dir/name.png`; returns the paths written."""
+    import adplace as tf
+    from adplace import profiler
+
+    written = [tf.save_profile(os.path.join(trace_dir, f"{name}.json"))]
+    if plot:
+        written.append(profiler.plot_timeline(profiler.last_run_metadata(), os.path.join(trace_dir, f"{name}.png")))
+    return written
+
+
+def _gradient_colocation(trace_dir: str, plot: bool) -> list[str]:
     """ADCME's `gradients(c, a, colocate=true)`: where each gradient op runs with colocation on and off, and a
-    traced run of each (`run_profile`/`save_profile`) saved as Chrome trace JSON and compared."""
+    traced run of each (`run_profile`/`save_profile`) saved as Chrome trace JSON (and a PNG timeline) and compared.
+    Returns the files written."""
     import adplace as tf
     from adplace import profiler
 
     expected = -np.sin(np.sin(1.0)) * np.cos(1.0)
-    summaries = {}
-    os.makedirs(trace_dir, exist_ok=True)
+    summaries, written = {}, []
     for colocate in (True, False):
         a, b, c = _adcme_graph()
         g, = tf.gradients(c, a, colocate_gradients_with_ops=colocate)
@@ -128,18 +150,30 @@ def _gradient_colocation(trace_dir: str) -> None:
                 if op.name.startswith("gradients/"):
                     print(f"  {op.name:<28} {op.type:<8} {sess.placement(op)}")
             tf.run_profile(sess, g + c)
-            path = tf.save_profile(os.path.join(trace_dir, f"colocate_{str(colocate).lower()}.json"))
+            files = _save_trace(trace_dir, f"colocate_{str(colocate).lower()}", plot)
             summaries[f"colocate={colocate}"] = profiler.step_summary(profiler.last_run_metadata().step_stats)
-            print(f"  traced run of g + c saved to {path} (open in chrome://tracing or ui.perfetto.dev)")
+            print(f"  traced run of g + c saved to {' and '.join(files)} (open the JSON in chrome://tracing or "
+                  "ui.perfetto.dev)")
+            written += files
     print("traced run of g + c, ops per device and cross-device transfers:")
     print(profiler.format_comparison(summaries))
+    return written
 
 
-def _polynomial_fit(steps: int) -> None:
-    """The data-parallel fit of y = 5x^2 + 3 from ADCME's docs: one tower per GPU sharing w, trained with Adam."""
+def _prints_steps(bar) -> bool:
+    """Whether the fit prints "step N loss X" lines: when no bar shows, or when stdout is not the terminal the bar
+    draws on (`adplace demo > log.txt`), so a log still shows progress and lines never break the bar."""
+    return bar.disable or not sys.stdout.isatty()
+
+
+def _polynomial_fit(steps: int, trace_dir: str, plot: bool) -> list[str]:
+    """The data-parallel fit of y = 5x^2 + 3 from ADCME's docs: one tower per GPU sharing w, trained with Adam, a
+    progress bar showing the loss; its last step is traced. Returns the trace files written."""
     import adplace as tf
+    from adplace.progress import progress
 
     tf.reset_default_graph()
+    tf.set_random_seed(0)  # w's initial value: the same output every run
     num_gpus = max(1, min(2, sum(d.device_type == "GPU" for d in tf.config.list_devices())))
 
     def model(x, y):
@@ -155,54 +189,200 @@ def _polynomial_fit(steps: int) -> None:
     rng = np.random.default_rng(0)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        for step in range(1, steps + 1):
-            x_val = rng.uniform(-10.0, 10.0, size=100)
-            _, loss_val = sess.run([train_op, mean_loss], {x: x_val, y: 5 * np.square(x_val) + 3})
-            if step % 100 == 0:
-                print(f"step {step:5d}  loss {loss_val:12.6f}")
+        with progress(range(1, steps + 1), desc="polynomial fit") as bar:
+            print_steps = _prints_steps(bar)
+            for step in bar:
+                x_val = rng.uniform(-10.0, 10.0, size=100)
+                feed = {x: x_val, y: 5 * np.square(x_val) + 3}
+                if step == steps:  # traced: the saved timeline shows one data-parallel training step
+                    _, loss_val = tf.run_profile(sess, [train_op, mean_loss], feed)
+                else:
+                    _, loss_val = sess.run([train_op, mean_loss], feed)
+                bar.set_postfix(loss=f"{loss_val:.6g}", refresh=False)
+                if print_steps and step % 100 == 0:
+                    print(f"step {step:5d}  loss {loss_val:12.6f}")
         w, = sess.run(tf.contrib.framework.get_variables_by_name("w"))
         towers = sorted({sess.placement(op) for op in tf.get_default_graph().get_operations()
                          if op.type == "BatchMatMulV2"})
+    written = _save_trace(trace_dir, "polynomial_fit", plot)
     print(f"final w = {np.array2string(w.ravel(), precision=4)} (target [5, 0, 3]; the constant term converges "
           f"slowest); {num_gpus} tower(s); the towers' matmul gradients ran on {', '.join(towers)}")
+    print(f"traced training step {steps} saved to {' and '.join(written)}")
+    return written
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     print(_demo_devices(args.virtual_gpus))
+    os.makedirs(args.trace_dir, exist_ok=True)
+    plot = _can_plot()
     _section("ADCME placement: variables on the CPU, compute on GPU:0")
     _adcme_placement()
     _section("Multi-tower: one matmul per GPU, add_n on the CPU")
     _towers()
     _section("Gradient colocation: ADCME's gradients(c, a, colocate=true)")
-    _gradient_colocation(args.trace_dir)
+    written = _gradient_colocation(args.trace_dir, plot)
     _section("Data-parallel polynomial fit on 2 GPUs: Adam, colocate_gradients_with_ops=True")
-    _polynomial_fit(args.steps)
+    written += _polynomial_fit(args.steps, args.trace_dir, plot)
+    _section("Files written")
+    for path in written:
+        print(path)
+    if not plot:
+        print('PNG timelines skipped: matplotlib is not installed (pip install "adplace[plot]" to draw them).')
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="adplace", description="Device placement for dataflow graphs (TF1 graph "
-                                     "mode on NumPy and CuPy, with ADCME's placement idioms).")
-    sub = parser.add_subparsers(dest="command", required=True)
+_MAIN_DESCRIPTION = """\
+Device placement for dataflow graphs: TF1 graph mode on NumPy and CuPy
+(`import adplace as tf`), with ADCME's placement idioms. This command lists
+the devices a session would use and runs a demo of placement and multi-GPU
+training."""
+
+_MAIN_EPILOG = """\
+environment variables:
+  ADPLACE_VIRTUAL_GPUS=N  add N virtual GPUs: they place and transfer like
+                          GPUs but compute with NumPy
+  ADPLACE_PROGRESS=0|1    progress bars, and notes on steps slower than a
+                          second, off (0) or on (1); by default they show when
+                          stderr is a terminal or in a Jupyter notebook
+  TF_FORCE_GPU_ALLOW_GROWTH=true
+                          on a CUDA GPU, take memory as ops ask for it instead
+                          of reserving the card up front, as TF does
+  TF_NUM_INTEROP_THREADS=N
+                          threads that run independent ops at once, for
+                          sessions whose ConfigProto leaves it at 0 (default:
+                          the CPUs this process may use)
+  TF_NUM_INTRAOP_THREADS=N
+                          threads one kernel (BLAS) may use, for sessions
+                          whose ConfigProto leaves it at 0 (default: the
+                          library's own choice)
+
+examples:
+  adplace devices                   list CPU:0 and the GPUs
+  adplace devices --virtual-gpus 4  the same, with 4 virtual GPUs added
+  adplace demo                      run the placement and training examples
+  adplace demo --trace /tmp/traces  write its traces and timelines there
+  ADPLACE_PROGRESS=0 adplace demo > demo.log
+                                    no progress bar; the log gets a
+                                    "step N loss X" line every 100 steps
+
+Run `adplace COMMAND --help` for a command's options and output."""
+
+_DEVICES_DESCRIPTION = """\
+List CPU:0, the CUDA GPUs (through CuPy) and any virtual GPUs: the devices a
+tf.Session places ops on."""
+
+_DEVICES_EPILOG = """\
+output:
+  One line per device: its full name, then what backs it (the host CPU, a CUDA
+  GPU with its free and total memory, or a virtual GPU). Without a CUDA GPU,
+  why none was found and how to get virtual GPUs.
+
+environment variables:
+  ADPLACE_VIRTUAL_GPUS=N  add N virtual GPUs (--virtual-gpus overrides it)
+
+examples:
+  adplace devices
+  adplace devices --virtual-gpus 2"""
+
+_DEMO_DESCRIPTION = """\
+Run ADCME's assign_to_device example, a multi-tower example, gradient
+colocation on and off, and a data-parallel polynomial fit on 2 GPUs trained
+with Adam. Without a GPU it uses 2 virtual GPUs."""
+
+_DEMO_EPILOG = """\
+output:
+  Each example's placement log (op name, type, device), its results checked
+  against NumPy and its cross-device transfers; the fit's loss as it trains (a
+  progress bar on a terminal; a "step N loss X" line every 100 steps when the
+  bar is off or stdout is not a terminal); the fitted weights; and the list of
+  files written.
+
+files written to the --trace directory:
+  colocate_true.json     Chrome traces of the gradient-colocation example,
+  colocate_false.json    colocation on and off (open them in chrome://tracing
+                         or https://ui.perfetto.dev)
+  polynomial_fit.json    Chrome trace of the fit's last training step
+  *.png                  a timeline of each traced run, one row per device;
+                         needs matplotlib (pip install "adplace[plot]"),
+                         skipped with a note without it
+
+environment variables:
+  ADPLACE_VIRTUAL_GPUS=N  add N virtual GPUs (without a CUDA GPU the demo adds
+                          2 unless this is set; --virtual-gpus overrides it)
+  ADPLACE_PROGRESS=0|1    the progress bar off (0) or on (1); by default on
+                          when stderr is a terminal
+
+examples:
+  adplace demo
+  adplace demo --steps 200 --trace /tmp/traces
+  ADPLACE_PROGRESS=0 adplace demo --virtual-gpus 4 > demo.log"""
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    """argparse type: an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _version() -> str:
+    """The installed distribution's version, else the source tree's adplace.__version__."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("adplace")
+    except PackageNotFoundError:
+        from adplace import __version__
+        return __version__
+
+
+def _add_devices_parser(sub) -> None:
     devices = sub.add_parser("devices", help="list the devices a session would use",
-                             description="List CPU:0, CUDA GPUs (through CuPy) and virtual GPUs.")
-    devices.add_argument("--virtual-gpus", type=int, metavar="N", help="add N virtual GPUs (default: "
-                         "$ADPLACE_VIRTUAL_GPUS or 0)")
+                             description=_DEVICES_DESCRIPTION, epilog=_DEVICES_EPILOG,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    devices.add_argument("--virtual-gpus", type=_non_negative_int, metavar="N", help="add N virtual GPUs (default: "
+                         "$ADPLACE_VIRTUAL_GPUS, else 0)")
     devices.set_defaults(run=_cmd_devices)
-    demo = sub.add_parser("demo", help="run ADCME's placement, gradient-colocation and multi-GPU training examples",
-                          description="Run ADCME's assign_to_device example, a multi-tower example, gradient "
-                          "colocation on and off, and a data-parallel polynomial fit on 2 GPUs, printing placements "
-                          "and results. Without a GPU it uses 2 virtual GPUs.")
-    demo.add_argument("--virtual-gpus", type=int, metavar="N", help="use N virtual GPUs instead of real ones")
-    demo.add_argument("--steps", type=int, default=1000, metavar="N", help="training steps of the polynomial fit "
-                      "(default 1000)")
-    demo.add_argument("--trace-dir", default="adplace-traces", metavar="DIR", help="where the colocation example "
-                      "writes its two Chrome traces (default ./adplace-traces)")
+
+
+def _add_demo_parser(sub) -> None:
+    demo = sub.add_parser("demo", help="run ADCME's placement, gradient-colocation and multi-GPU training examples, "
+                          "writing traces and timelines",
+                          description=_DEMO_DESCRIPTION, epilog=_DEMO_EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    demo.add_argument("--virtual-gpus", type=_non_negative_int, metavar="N", help="use N virtual GPUs instead of "
+                      "real ones (default: the real GPUs, else $ADPLACE_VIRTUAL_GPUS or 2 virtual ones)")
+    demo.add_argument("--steps", type=_positive_int, default=1000, metavar="N", help="training steps of the "
+                      "polynomial fit (default 1000)")
+    demo.add_argument("--trace", dest="trace_dir", default="adplace-traces", metavar="DIR", help="directory for "
+                      "the Chrome traces (.json) and PNG timelines; created if missing (default ./adplace-traces)")
+    demo.add_argument("--trace-dir", dest="trace_dir", default="adplace-traces", help=argparse.SUPPRESS)
     demo.set_defaults(run=_cmd_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `adplace` argument parser: `devices` and `demo` subcommands, `--version`, help with examples."""
+    parser = argparse.ArgumentParser(prog="adplace", description=_MAIN_DESCRIPTION, epilog=_MAIN_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    _add_devices_parser(sub)
+    _add_demo_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the `adplace` command; returns its exit status (2 for bad input, 1 when a file cannot be written)."""
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
@@ -211,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # `adplace demo | head`: stop quietly, as Python's docs advise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as e:  # e.g. --trace names a file, or a directory we may not write to
+        print(f"adplace: {e}", file=sys.stderr)
         return 1
 
 

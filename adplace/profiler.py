@@ -3,8 +3,9 @@
     y_value = run_profile(sess, y)                 # one FULL_TRACE run; its RunMetadata is kept
     save_profile("timeline.json")                  # Chrome trace JSON, for chrome://tracing or ui.perfetto.dev
     step_summary(last_run_metadata().step_stats)   # {'devices': {...: {'ops': 3, ...}}, 'transfers': 1, ...}
-    plot_timeline(last_run_metadata(), "timeline.png")
-    placement_dot(tf.get_default_graph(), sess, "placement.dot")   # then: dot -Tsvg placement.dot
+    plot_timeline(last_run_metadata(), "timeline.png")             # or ax=...: two timelines side by side
+    plot_placement(tf.get_default_graph(), sess, "placement.png")  # the graph coloured by device (matplotlib)
+    placement_dot(tf.get_default_graph(), sess, "placement.dot")   # the same for Graphviz: dot -Tsvg placement.dot
 
 This module sits on top (style.md, house rule 1): framework/, ops/ and runtime/ never import it.
 """
@@ -161,38 +162,68 @@ def _lanes(node_stats) -> list[int]:
     return lanes
 
 
-def plot_timeline(run_metadata_or_step_stats, path: str) -> str:
-    """Draw a traced run as a per-device Gantt chart (one row per device and lane) and save it to `path`.
-
-    Boxes are ops coloured by type and labelled when wide enough; copies are hatched boxes on the destination row,
-    labelled with the tensor they move, with an arrow from the end of its producer (or from the source device's row).
-    The format follows the extension (.png, .svg, .pdf). Needs matplotlib
-    (`pip install "adplace[plot]"`); draws on its own Agg canvas, so pyplot and the global backend are untouched.
-    Returns `path`.
-    """
+def _matplotlib(what: str):
+    """matplotlib's Figure, Agg canvas and Patch, or an ImportError that says how to install it."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.patches import Patch
     except ImportError as e:
-        raise ImportError('plot_timeline needs matplotlib: pip install "adplace[plot]"') from e
+        raise ImportError(f'{what} needs matplotlib: pip install "adplace[plot]"') from e
+    return Figure, FigureCanvasAgg, Patch
+
+
+def _axes_for(what: str, ax, figsize: tuple[float, float]):
+    """(ax, whether we made its figure): the caller's axes, or axes on a new Agg figure outside pyplot."""
+    Figure, FigureCanvasAgg, _ = _matplotlib(what)
+    if ax is not None:
+        return ax, False
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig.add_subplot(), True
+
+
+def _finish(ax, made_figure: bool, path: str | None):
+    """Lay out a figure we made, save it to `path` when given; returns path, else the Figure."""
+    fig = ax.figure
+    if made_figure:
+        fig.tight_layout()
+    if path is None:
+        return fig
+    fig.savefig(path)
+    return path
+
+
+def plot_timeline(run_metadata_or_step_stats, path: str | None = None, *, ax=None, title: str | None = None):
+    """Draw a traced run as a per-device Gantt chart (one row per device and lane).
+
+    Boxes are ops coloured by type and labelled when wide enough; copies are hatched boxes on the destination row,
+    labelled with the tensor they move, with an arrow from the end of its producer (or from the source device's row).
+    Needs matplotlib (`pip install "adplace[plot]"`).
+
+        plot_timeline(md, "timeline.png")                 # saves (format from the extension); returns the path
+        fig, (left, right) = plt.subplots(1, 2, figsize=(16, 4), layout="constrained")
+        plot_timeline(md_on, ax=left, title="colocated")  # draws on `left`; returns its Figure, saves nothing
+        plot_timeline(md_off, ax=right, title="not colocated")
+
+    Args:
+      run_metadata_or_step_stats: a RunMetadata from a FULL_TRACE run, or its StepStats.
+      path: where to save the figure (.png, .svg, .pdf, ...); None: do not save.
+      ax: matplotlib Axes to draw on; None: a new figure on its own Agg canvas, so pyplot and the global backend are
+        untouched.
+      title: the axes' title (default: what the hatching and arrows mean).
+
+    Returns:
+      `path` when it saved, else the Figure drawn on.
+    """
+    _, _, Patch = _matplotlib("plot_timeline")
     step_stats = getattr(run_metadata_or_step_stats, "step_stats", run_metadata_or_step_stats)
-    nodes = [ns for dev in step_stats.dev_stats for ns in dev.node_stats]
+    rows, boxes, row_of_device = _timeline_rows(step_stats)
+    ax, made_figure = _axes_for("plot_timeline", ax, (12, 1.2 + 0.5 * max(len(rows), 1)))
+    nodes = [ns for _, ns, _ in boxes]
     origin = min((ns.all_start_micros for ns in nodes), default=0)
     span = max((ns.all_start_micros + ns.all_end_rel_micros - origin for ns in nodes), default=1) or 1
-
-    rows, boxes, row_of_device = [], [], {}  # rows: y labels top to bottom; boxes: (row, node stats, copied tensor)
-    for dev in step_stats.dev_stats:
-        lanes = _lanes(dev.node_stats)
-        row_of_device[dev.device] = first_row = len(rows)
-        count = max(lanes, default=0) + 1
-        rows += [_short_device(dev.device) + (f" lane {k}" if count > 1 else "") for k in range(count)]
-        boxes += [(first_row + lane, ns, _copied_tensor(ns)) for ns, lane in zip(dev.node_stats, lanes)]
     end_of = {ns.node_name: (row, ns.all_start_micros + ns.all_end_rel_micros - origin) for row, ns, _ in boxes}
-
-    fig = Figure(figsize=(12, 1.2 + 0.5 * max(len(rows), 1)))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
     op_types = sorted({_op_type(ns) for _, ns, copied in boxes if copied is None})
     colours = {t: f"C{i % 10}" for i, t in enumerate(op_types)}
     for row, ns, copied in boxes:
@@ -216,10 +247,32 @@ def plot_timeline(run_metadata_or_step_stats, path: str) -> str:
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, span * 1.02)
     ax.set_xlabel("time since the step's first op (us)")
-    ax.set_title("Per-device timeline (hatched: cross-device copies; arrows: source -> destination)")
-    fig.tight_layout()
-    fig.savefig(path)
-    return path
+    ax.set_title(title or "Per-device timeline (hatched: cross-device copies; arrows: source -> destination)")
+    return _finish(ax, made_figure, path)
+
+
+def _timeline_rows(step_stats):
+    """(y labels top to bottom, [(row, node stats, copied tensor or None)], first row of each device)."""
+    rows, boxes, row_of_device = [], [], {}
+    for dev in step_stats.dev_stats:
+        lanes = _lanes(dev.node_stats)
+        row_of_device[dev.device] = first_row = len(rows)
+        count = max(lanes, default=0) + 1
+        rows += [_short_device(dev.device) + (f" lane {k}" if count > 1 else "") for k in range(count)]
+        boxes += [(first_row + lane, ns, _copied_tensor(ns)) for ns, lane in zip(dev.node_stats, lanes)]
+    return rows, boxes, row_of_device
+
+
+# --- placement drawings: one colour per placed device -------------------------------------------------------------
+def _placed_devices(graph, sess) -> dict[str, str]:
+    """Op name -> the full name of the device `sess` placed it on ("" for an op the session has not placed)."""
+    placed = {name: device for name, _, _, device, _ in sess.placement_table()}
+    return {op.name: placed.get(op.name, "") for op in graph.get_operations()}
+
+
+def _device_colours(devices) -> dict[str, str]:
+    """Device name -> fill colour, in sorted device order, so the DOT document and the plot colour alike."""
+    return {d: _DEVICE_COLOURS[i % len(_DEVICE_COLOURS)] for i, d in enumerate(sorted(set(devices)))}
 
 
 # --- placement as a Graphviz document -------------------------------------------------------------------------------
@@ -237,10 +290,10 @@ def placement_dot(graph, sess, path: str | None = None) -> str:
 
         placement_dot(tf.get_default_graph(), sess)   # 'digraph placement {\\n  rankdir=TB; ...'
     """
-    placed = {name: device for name, _, _, device, _ in sess.placement_table()}
+    placed = _placed_devices(graph, sess)
     ops = graph.get_operations()
-    devices = sorted({placed.get(op.name, "") for op in ops})
-    colour = {d: _DEVICE_COLOURS[i % len(_DEVICE_COLOURS)] for i, d in enumerate(devices)}
+    colour = _device_colours(placed.values())
+    devices = list(colour)
     lines = ["digraph placement {", "  rankdir=TB;", '  node [shape=box, style="rounded,filled", fontsize=10];']
     for i, device in enumerate(devices):
         lines += [f"  subgraph {_dot_id(f'cluster_{i}')} {{",
@@ -268,3 +321,192 @@ def placement_dot(graph, sess, path: str | None = None) -> str:
         with open(path, "w") as io:
             io.write(document)
     return document
+
+
+# --- placement drawn with matplotlib -------------------------------------------------------------------------------
+_LAYOUT_SWEEPS = 6  # alternating down and up passes of the layered layout; more barely moves a 150-op graph
+_HALF_WIDTH = {True: 0.5, False: 0.15}  # half the slot of an op (True) and of a bend point (False), in columns
+
+
+def _layered_layout(ops, placed: dict[str, str]) -> tuple[dict, dict]:
+    """A small Sugiyama layout: ({op name: (x, row)}, {(src, dst): [(x, row) of each bend]}).
+
+    Row = longest path from a source, except that constant-like ops move down to just above their first consumer. An
+    edge that skips rows gets a bend point in each row it crosses, which takes a narrow slot there, so no edge runs
+    behind a box. Within a row, ops move toward the mean x of their neighbours in sweeps down and up, bend points
+    onto the straight line between their edge's ends, all kept apart by their slots.
+    """
+    preds = {op.name: list(dict.fromkeys([t.op.name for t in op.inputs] + [c.name for c in op.control_inputs]))
+             for op in ops}
+    row = _rows(ops, preds)
+    neighbours: dict[str, list[str]] = {name: [] for name in preds}
+    bends: dict[tuple[str, str], list[tuple]] = {}
+    for dst, sources in preds.items():
+        for src in sources:
+            neighbours[src].append(dst)
+            neighbours[dst].append(src)
+            bends[src, dst] = [(src, dst, r) for r in range(row[src] + 1, row[dst])]
+            row.update({point: point[2] for point in bends[src, dst]})
+    x = _order_rows(row, neighbours, placed)
+    left = min(x.values(), default=0.0)
+    return ({name: (x[name] - left, row[name]) for name in preds},
+            {edge: [(x[p] - left, row[p]) for p in points] for edge, points in bends.items() if points})
+
+
+def _rows(ops, preds: dict[str, list[str]]) -> dict[str, int]:
+    """Op name -> row: longest path from a source; constants, and ops computed from constants alone, move down to
+    just above their first consumer (so a shape constant sits next to its Fill, not at the top)."""
+    from graphlib import TopologicalSorter
+
+    order = list(TopologicalSorter(preds).static_order())
+    succs: dict[str, list[str]] = {name: [] for name in preds}
+    for name, inputs in preds.items():
+        for p in inputs:
+            succs[p].append(name)
+    row: dict[str, int] = {}
+    for name in order:
+        row[name] = 1 + max((row[p] for p in preds[name]), default=-1)
+    is_const = {op.name: op.type == "Const" for op in ops}
+    floating: dict[str, bool] = {}
+    for name in order:
+        floating[name] = all(floating[p] for p in preds[name]) if preds[name] else is_const[name]
+    for name in reversed(order):
+        if floating[name] and succs[name]:
+            row[name] = min(row[s] for s in succs[name]) - 1
+    return row
+
+
+def _order_rows(row: dict, neighbours: dict[str, list[str]], placed: dict[str, str]) -> dict:
+    """Node (op name, or a bend point (src, dst, row)) -> x. Ops start in creation order grouped by device; then
+    sweeps down and up move each op toward the mean x of its neighbours and each bend onto the line between its
+    edge's ends, left to right, each at least two half slots from the node on its left."""
+    rows: dict[int, list] = {}
+    for node in row:
+        rows.setdefault(row[node], []).append(node)
+    x: dict = {}
+    for nodes in rows.values():
+        ops = sorted((n for n in nodes if isinstance(n, str)), key=placed.get)
+        x.update({name: float(i) for i, name in enumerate(ops)})
+
+    def wanted(node) -> float:
+        if isinstance(node, str):
+            return _mean_x(neighbours[node], x, x[node])
+        src, dst, r = node
+        return x[src] + (x[dst] - x[src]) * (r - row[src]) / (row[dst] - row[src])
+
+    for sweep in range(_LAYOUT_SWEEPS):
+        for depth in sorted(rows, reverse=sweep % 2 == 1):
+            target = {n: wanted(n) for n in rows[depth]}
+            previous, previous_half = -float("inf"), 0.0
+            for node in sorted(rows[depth], key=lambda n: (target[n], x.get(n, target[n]))):
+                half = _HALF_WIDTH[isinstance(node, str)]
+                x[node] = previous = max(target[node], previous + previous_half + half)
+                previous_half = half
+    return x
+
+
+def _mean_x(names: list, x: dict, default: float) -> float:
+    """The mean x of `names`, or `default` when there are none."""
+    return sum(x[n] for n in names) / len(names) if names else default
+
+
+def _short_op_name(name: str, limit: int = 22) -> str:
+    """The last two scopes of an op name ('gradients/Sin_grad/Cos' -> 'Sin_grad/Cos'), cut to `limit` characters."""
+    short = "/".join(name.split("/")[-2:])
+    return short if len(short) <= limit else "\u2026" + short[-(limit - 1):]
+
+
+def plot_placement(graph, sess, path: str | None = None, *, ax=None, title: str | None = None):
+    """Draw the graph with each op as a box filled with its placed device's colour (as placement_dot does).
+
+    A layered layout, top to bottom: an op sits one row below its deepest input, a constant just above its first
+    consumer. Data edges are arrows, those between devices red (each one a transfer), control edges dashed; the
+    legend names the devices. Labels give the op's last two name scopes and its type; the font shrinks when the
+    boxes get small (graphs well past ~40 ops). Needs matplotlib (`pip install "adplace[plot]"`), no Graphviz.
+
+        plot_placement(tf.get_default_graph(), sess, "placement.png")   # saves; returns the path
+        plot_placement(tf.get_default_graph(), sess, ax=ax)              # draws on ax; returns its Figure
+
+    Args:
+      graph: the Graph to draw (every op in it).
+      sess: a Session on `graph`; its placement decides the colours.
+      path: where to save the figure; None: do not save.
+      ax: matplotlib Axes to draw on; None: a new figure on its own Agg canvas (pyplot untouched).
+      title: the axes' title (default: what the colours and line styles mean).
+
+    Returns:
+      `path` when it saved, else the Figure drawn on.
+    """
+    _, _, Patch = _matplotlib("plot_placement")
+    from matplotlib.lines import Line2D
+
+    ops = graph.get_operations()
+    placed = _placed_devices(graph, sess)
+    colour = _device_colours(placed.values())
+    where, bends = _layered_layout(ops, placed)
+    columns = max((x for x, _ in [*where.values(), *(p for points in bends.values() for p in points)]), default=0) + 1
+    layers = max((d for _, d in where.values()), default=0) + 1
+    ax, made_figure = _axes_for("plot_placement", ax, (min(1 + 1.7 * columns, 24), min(1.5 + 0.75 * layers, 40)))
+    longest = max((len(text) for op in ops for text in (_short_op_name(op.name), op.type)), default=1)
+    fontsize = _label_fontsize(ax, columns, layers, longest)
+    _draw_op_boxes(ax, ops, where, {name: colour[device] for name, device in placed.items()}, fontsize)
+    _draw_edges(ax, ops, where, bends, placed)
+    handles = [Patch(facecolor=colour[d], edgecolor="black", label=_short_device(d) or "unplaced") for d in colour]
+    handles += [Line2D([], [], color="red", linewidth=1.6, label="transfer (cross-device)"),
+                Line2D([], [], color="dimgray", linestyle="--", label="control edge")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(handles), 6), fontsize=8,
+              frameon=False)   # below the graph, so side-by-side panels keep their width
+    ax.set_xlim(-0.6, columns - 0.4)
+    ax.set_ylim(-layers + 0.4, 0.6)
+    ax.set_axis_off()
+    ax.set_title(title or "Placement by device (red: cross-device transfers; dashed: control edges)")
+    return _finish(ax, made_figure, path)
+
+
+_BOX_W, _BOX_H = 0.9, 0.55  # an op's box, in layout units (one column wide, one row high)
+_EM_PER_CHAR, _EM_PER_LABEL_HEIGHT = 0.55, 2.6  # DejaVu Sans: mean glyph width; two lines with their spacing
+
+
+def _label_fontsize(ax, columns: float, rows: int, longest_label: int) -> float:
+    """The largest font (3 to 9 pt) at which a box label of `longest_label` characters fits its box on `ax`."""
+    width_in, height_in = ax.get_position().size * ax.figure.get_size_inches()
+    by_width = 72 * _BOX_W * width_in / columns / (longest_label * _EM_PER_CHAR)
+    by_height = 72 * _BOX_H * height_in / rows / _EM_PER_LABEL_HEIGHT
+    return max(3.0, min(9.0, by_width, by_height))
+_EDGE_STYLES = {"data": ("dimgray", "-", 0.8), "transfer": ("red", "-", 1.6), "control": ("dimgray", "--", 0.8)}
+
+
+def _draw_op_boxes(ax, ops, where: dict, fill: dict[str, str], fontsize: float) -> None:
+    """One rounded box per op at its layout position, filled with `fill[op name]`, its gid the op's name."""
+    from matplotlib.patches import FancyBboxPatch
+
+    for op in ops:
+        x, depth = where[op.name]
+        box = FancyBboxPatch((x - _BOX_W / 2, -depth - _BOX_H / 2), _BOX_W, _BOX_H,
+                             boxstyle="round,pad=0,rounding_size=0.1", facecolor=fill[op.name], edgecolor="black",
+                             linewidth=0.6, zorder=2)
+        box.set_gid(op.name)
+        ax.add_patch(box)
+        ax.text(x, -depth, f"{_short_op_name(op.name)}\n{op.type}", ha="center", va="center", fontsize=fontsize,
+                zorder=3, clip_on=True)
+
+
+def _draw_edges(ax, ops, where: dict, bends: dict, placed: dict[str, str]) -> None:
+    """An arrow per input (red between devices) and per control input (dashed), from the bottom of the source's box
+    to the top of the target's, passing through its bend points vertically (so never behind a box)."""
+    from matplotlib.patches import FancyArrowPatch
+    from matplotlib.path import Path
+
+    for op in ops:
+        edges = [(t.op.name, "transfer" if placed[t.op.name] != placed[op.name] else "data") for t in op.inputs]
+        for src, kind in edges + [(c.name, "control") for c in op.control_inputs]:
+            (src_x, src_row), (dst_x, dst_row) = where[src], where[op.name]
+            points = [(src_x, -src_row - _BOX_H / 2)]
+            for bend_x, bend_row in bends.get((src, op.name), ()):
+                points += [(bend_x, -bend_row + _BOX_H / 2), (bend_x, -bend_row - _BOX_H / 2)]
+            points.append((dst_x, -dst_row + _BOX_H / 2))
+            color, linestyle, linewidth = _EDGE_STYLES[kind]
+            arrow = FancyArrowPatch(path=Path(points), arrowstyle="-|>", mutation_scale=8, color=color,
+                                    linestyle=linestyle, linewidth=linewidth, shrinkA=0, shrinkB=0, zorder=1)
+            arrow.set_gid(kind)
+            ax.add_patch(arrow)

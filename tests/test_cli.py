@@ -1,5 +1,8 @@
 """Tests for adplace/cli.py and the README's promises about it."""
+import argparse
+import importlib.metadata
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,7 +26,7 @@ def _no_virtual_gpus(monkeypatch):
 
 def test_demo_uses_two_virtual_gpus_without_a_gpu_and_says_so(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(devices, "cuda_gpus", lambda: ())
-    assert cli.main(["demo", "--trace-dir", str(tmp_path)]) == 0
+    assert cli.main(["demo", "--trace", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "No GPU found: using 2 virtual GPUs" in out
     assert "a: (VariableV2): /job:localhost/replica:0/task:0/device:CPU:0" in out
@@ -54,6 +57,14 @@ def test_demo_uses_two_virtual_gpus_without_a_gpu_and_says_so(capsys, monkeypatc
     assert abs(w[0] - 5) < 0.05 and abs(w[1]) < 0.05 and abs(w[2] - 3) < 1.5
     assert "matmul gradients ran on /job:localhost/replica:0/task:0/device:GPU:0, " \
            "/job:localhost/replica:0/task:0/device:GPU:1" in out
+    # every traced run as JSON and a PNG timeline, listed at the end; the fit's traced step ran on both GPUs
+    names = [f"{run}.{ext}" for run in ("colocate_true", "colocate_false", "polynomial_fit") for ext in ("json", "png")]
+    assert out.split("== Files written ", 1)[1].split("\n", 1)[1].split() == [str(tmp_path / n) for n in names]
+    for name in names[1::2]:
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    fit = json.loads((tmp_path / "polynomial_fit.json").read_text())
+    devices_used = {e["args"]["name"] for e in fit["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+    assert any("GPU:0" in d for d in devices_used) and any("GPU:1" in d for d in devices_used), devices_used
 
 
 def test_devices_lists_virtual_gpus_marked_virtual(capsys):
@@ -81,35 +92,127 @@ def test_help_lists_both_subcommands():
     assert "devices" in text and "demo" in text
 
 
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    """The top-level parser as "adplace", and each subcommand's parser under its name."""
+    parser = cli.build_parser()
+    sub, = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {"adplace": parser, **sub.choices}
+
+
+# the environment variables each --help must explain
+HELP_ENV_VARS = {"adplace": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS", "TF_FORCE_GPU_ALLOW_GROWTH",
+                             "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS"],
+                 "devices": ["ADPLACE_VIRTUAL_GPUS"],
+                 "demo": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS"]}
+
+
+@pytest.mark.parametrize("name", HELP_ENV_VARS)
+def test_every_help_explains_every_option_its_environment_and_gives_examples(name):
+    parser = _parsers()[name]
+    text = parser.format_help()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                assert choice.help and choice.dest in text, choice.dest
+        elif action.help == argparse.SUPPRESS:
+            assert not any(s in text for s in action.option_strings), action.option_strings  # a hidden alias
+        else:
+            assert action.help and all(s in text for s in action.option_strings), action.option_strings
+    assert all(var in text for var in HELP_ENV_VARS[name]), name
+    assert "\nexamples:\n  adplace " in text
+
+
+def test_top_level_help_names_every_environment_variable_adplace_reads():
+    source = "\n".join(p.read_text() for p in (ROOT / "adplace").rglob("*.py"))
+    read = set(re.findall(r"[\"']((?:ADPLACE|TF)_[A-Z0-9_]+)[\"']", source))
+    assert read >= {"ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS"}
+    assert sorted(read - set(HELP_ENV_VARS["adplace"])) == []
+
+
+def test_demo_help_says_what_it_writes():
+    text = _parsers()["demo"].format_help()
+    for written in ("colocate_true.json", "colocate_false.json", "polynomial_fit.json", "*.png", "adplace[plot]",
+                    "chrome://tracing", "default ./adplace-traces"):
+        assert written in text, written
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"adplace {importlib.metadata.version('adplace')}"
+
+
+def test_version_falls_back_to_the_source_tree(monkeypatch):
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    assert cli._version() == tf.__version__
+
+
+def test_trace_dir_is_a_hidden_alias_of_trace():
+    parser = cli.build_parser()
+    assert parser.parse_args(["demo"]).trace_dir == "adplace-traces"
+    assert parser.parse_args(["demo", "--trace", "a"]).trace_dir == "a"
+    assert parser.parse_args(["demo", "--trace-dir", "b"]).trace_dir == "b"
+
+
+@pytest.mark.parametrize("argv", [["demo", "--steps", "0"], ["devices", "--virtual-gpus", "-1"]])
+def test_out_of_range_counts_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2 and "must be at least" in capsys.readouterr().err
+
+
+def _short_demo(tmp_path) -> int:
+    return cli.main(["demo", "--virtual-gpus", "2", "--steps", "100", "--trace", str(tmp_path)])
+
+
+def test_demo_shows_a_progress_bar_with_the_loss_when_progress_is_on(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("ADPLACE_PROGRESS", "1")
+    assert _short_demo(tmp_path) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"polynomial fit: 100%.*100/100.*loss=\d", err), err
+
+
+def test_demo_without_progress_writes_no_carriage_returns_and_prints_the_loss(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("ADPLACE_PROGRESS", "0")
+    assert _short_demo(tmp_path) == 0
+    captured = capsys.readouterr()
+    assert "\r" not in captured.err and "\r" not in captured.out
+    assert re.search(r"step +100 +loss +\S+", captured.out)
+
+
+@pytest.mark.parametrize("progress_on", [True, False])
+def test_step_lines_are_left_out_only_when_the_bar_shares_the_terminal(capsys, monkeypatch, tmp_path, progress_on):
+    monkeypatch.setenv("ADPLACE_PROGRESS", "1" if progress_on else "0")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert _short_demo(tmp_path) == 0
+    assert bool(re.search(r"step +100 +loss", capsys.readouterr().out)) is not progress_on
+
+
+def test_demo_without_matplotlib_writes_the_traces_and_says_why_no_pngs(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    assert _short_demo(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert 'PNG timelines skipped: matplotlib is not installed (pip install "adplace[plot]"' in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["colocate_false.json", "colocate_true.json",
+                                                         "polynomial_fit.json"]
+
+
+def test_a_trace_directory_that_cannot_be_made_is_a_one_line_error(capsys, tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    assert cli.main(["demo", "--virtual-gpus", "2", "--steps", "1", "--trace", str(not_a_dir)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("adplace: ") and str(not_a_dir) in err and "Traceback" not in err
+
+
 def test_console_script_runs_demo(tmp_path):
     result = subprocess.run([sys.executable, "-m", "adplace.cli", "demo", "--virtual-gpus", "2", "--steps", "100",
-                             "--trace-dir", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+                             "--trace", str(tmp_path / "traces")], capture_output=True, text=True, timeout=120,
+                            cwd=ROOT, env={**os.environ, "ADPLACE_PROGRESS": "0"})
     assert result.returncode == 0, result.stderr
     assert "Using 2 virtual GPU(s) as asked" in result.stdout
-
-
-def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
-    readme = (ROOT / "README.md").read_text()
-    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = re.findall(r"```bash\n(.+?)\n```", quick_start)
-    assert len(commands) == 2
-    demo_cmd, test_cmd = commands
-    assert demo_cmd.endswith("adplace demo") and "pip install ." in demo_cmd
-    assert '".[test]"' in test_cmd and "pytest" in test_cmd
-    assert test_cmd in (ROOT / ".ci" / "run").read_text()
-
-
-def test_readme_python_examples_print_what_they_claim(capsys, tmp_path, monkeypatch):
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.+?)```", readme, re.S)
-    assert len(blocks) == 3
-    monkeypatch.chdir(tmp_path)
-    for block, value in zip(blocks, ["0.6663667", "[2. 1.]", "Cos:0 -> GPU:0, 4 bytes"]):
-        tf.reset_default_graph()
-        exec(compile(block.replace("/tmp/", str(tmp_path) + "/"), "README.md", "exec"), {})
-        out = capsys.readouterr().out
-        claimed = [line.split("# ", 1)[1] for line in block.splitlines() if line.startswith("# ")]
-        assert claimed and all(line in out for line in claimed), (claimed, out)
-        assert value in out
-    assert (tmp_path / "adplace-example.npz").exists()
-    assert json.loads((tmp_path / "true.json").read_text())["traceEvents"]
+    assert (tmp_path / "traces" / "polynomial_fit.json").is_file()

@@ -243,3 +243,21 @@ def test_gradients_from_two_devices_are_summed_per_device_first(gpus):
         assert partial == [("GPU:0", 2), ("GPU:1", 2)]
         assert dx.op.type == "AddN" and len(dx.op.inputs) == 2
         assert {t.op for t in dx.op.inputs} == {op for op in add_ns if op is not dx.op}
+
+
+@pytest.mark.parametrize("fn, names", [
+    (tf.sin, ["Sin_grad/Cos", "Sin_grad/mul"]),
+    (tf.cos, ["Cos_grad/Neg", "Cos_grad/Sin", "Cos_grad/mul"]),
+    (tf.exp, ["Exp_grad/mul"]),
+    (tf.log, ["Log_grad/Reciprocal", "Log_grad/mul"]),
+    (tf.tan, ["Tan_grad/Cos", "Tan_grad/Reciprocal", "Tan_grad/Square", "Tan_grad/mul"]),
+    (tf.abs, ["Abs_grad/Sign", "Abs_grad/mul"]),
+    (tf.square, ["Square_grad/Const", "Square_grad/Mul", "Square_grad/Mul_1"]),
+], ids=["sin", "cos", "exp", "log", "tan", "abs", "square"])
+def test_unary_gradient_ops_are_named_and_ordered_as_tf1_builds_them(fn, names):
+    """TF's math_grad writes `grad * cos(x)` (an operator: "mul"), `-grad * sin(x)` for Cos, and math_ops.multiply for
+    Square ("Mul"); placement logs and colocation show these names."""
+    x = tf.constant(0.5)
+    tf.gradients(fn(x), x)
+    built = [op.name for op in tf.get_default_graph().get_operations() if "_grad/" in op.name]
+    assert built == ["gradients/" + n for n in names]

@@ -22,7 +22,7 @@ def _adcme_example():
 
 
 @pytest.mark.parametrize("colocate, copies", [
-    (True, [("a/read:0", CPU, GPU0), ("b:0", GPU0, CPU), ("gradients/c_grad/Mul:0", CPU, GPU0), ("c:0", CPU, GPU0)]),
+    (True, [("a/read:0", CPU, GPU0), ("b:0", GPU0, CPU), ("gradients/c_grad/mul:0", CPU, GPU0), ("c:0", CPU, GPU0)]),
     (False, [("a/read:0", CPU, GPU0), ("b:0", GPU0, CPU), ("c:0", CPU, GPU0)]),
 ])
 def test_adcme_run_profile_and_save_profile(gpus, tmp_path, colocate, copies):

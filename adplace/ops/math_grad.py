@@ -53,9 +53,13 @@ def unbroadcast(x: Tensor, y: Tensor, gx: Tensor | None, gy: Tensor | None) -> l
 
 
 # --- unary -------------------------------------------------------------------------------------------------------
+_WRITTEN_AS_OPERATOR = {"Abs", "Exp", "Log", "Log1p", "Sin", "Tan"}  # TF writes `grad * f(x)`: the product is "mul"
+
+
 def _register_unary(op_type: str, local_grad) -> None:
-    """Register grad * local_grad(x, y) for an elementwise op with input x and output y."""
-    RegisterGradient(op_type)(lambda op, grad: [multiply(grad, local_grad(op._inputs[0], op._outputs[0]))])
+    """Register grad * local_grad(x, y) for an elementwise op with input x and output y, named as TF names it."""
+    name = "mul" if op_type in _WRITTEN_AS_OPERATOR else None
+    RegisterGradient(op_type)(lambda op, grad: [multiply(grad, local_grad(op._inputs[0], op._outputs[0]), name=name)])
 
 
 _UNARY_GRADS = {
@@ -66,9 +70,8 @@ _UNARY_GRADS = {
     "Reciprocal": lambda x, y: negative(math_ops.square(y)),
     "Exp": lambda x, y: y,
     "Log": lambda x, y: math_ops.reciprocal(x),
-    "Log1p": lambda x, y: math_ops.reciprocal(math_ops.add(_const_like(1, x), x)),
+    "Log1p": lambda x, y: math_ops.reciprocal(1 + x),
     "Sin": lambda x, y: math_ops.cos(x),
-    "Cos": lambda x, y: negative(math_ops.sin(x)),
     "Tan": lambda x, y: math_ops.square(math_ops.reciprocal(math_ops.cos(x))),
     "Tanh": lambda x, y: math_ops.subtract(_const_like(1, y), math_ops.square(y)),
     "Sigmoid": lambda x, y: multiply(y, math_ops.subtract(_const_like(1, y), y)),
@@ -76,11 +79,12 @@ _UNARY_GRADS = {
 }
 for _op_type, _local in _UNARY_GRADS.items():
     _register_unary(_op_type, _local)
+RegisterGradient("Cos")(lambda op, grad: [multiply(negative(grad), math_ops.sin(op._inputs[0]), name="mul")])  # -grad*sin
 RegisterGradient("Neg")(lambda op, grad: [negative(grad)])
 RegisterGradient("Sign")(lambda op, grad: [array_ops.zeros_like(op._inputs[0])])
 RegisterGradient("Floor")(lambda op, grad: [None])
 RegisterGradient("Ceil")(lambda op, grad: [None])
-assert set(UNARY_OPS) == set(_UNARY_GRADS) | {"Neg", "Sign", "Floor", "Ceil"}
+assert set(UNARY_OPS) == set(_UNARY_GRADS) | {"Cos", "Neg", "Sign", "Floor", "Ceil"}
 
 
 # --- binary ------------------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from adplace.framework.operation import Operation, Tensor
 from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
+from adplace.progress import status
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
 from adplace.runtime.options import ConfigProto, RewriterConfig, RunMetadata, RunOptions
 from adplace.runtime.step_runner import StepRunner, clock_pair
@@ -309,10 +310,11 @@ class BaseSession:
             except (KeyError, ValueError, TypeError) as e:
                 raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
             feed_tensors.append(tensor)
-        self._place()
-        with _gc_paused():
-            plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
-            self._runner.prepare(plan)
+        with status(f"placing and compiling a plan for a graph of {len(self._graph._ops)} ops"):
+            self._place()
+            with _gc_paused():
+                plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
+                self._runner.prepare(plan)
         return _CompiledRun(plan, [_feed_converter(t) for t in feed_tensors], mapper.build)
 
     def _cached(self, fetches, feed_dict) -> _CompiledRun:

@@ -24,6 +24,7 @@ from adplace.framework.tensor_shape import TensorShape, dims_text
 from adplace.ops import array_ops, state_ops
 from adplace.ops.control_flow_ops import group
 from adplace.ops.variables import Variable
+from adplace.progress import status
 from adplace.train.checkpoint_management import (CheckpointReader, checkpoint_exists, data_file,
                                                   get_checkpoint_mtimes, remove_checkpoint, update_checkpoint_state,
                                                   write_data_file)
@@ -180,6 +181,19 @@ class Saver:
         if self._is_empty:
             return None
         values = sess.run(dict(self._names_to_refs))
+        nbytes = sum(np.asarray(v).nbytes for v in values.values())
+        with status(f"saving {len(values)} variables ({nbytes} bytes) to {data_file(checkpoint_prefix)}"):
+            self._write(checkpoint_prefix, values)
+        if write_state:
+            self._record_last_checkpoint(checkpoint_prefix)
+            update_checkpoint_state(save_dir, checkpoint_prefix, self.last_checkpoints, latest_filename,
+                                    [t for _, t in self._last_checkpoints], self._last_preserved_timestamp,
+                                    self._save_relative_paths)
+            self._maybe_delete_old_checkpoints(meta_graph_suffix)
+        return checkpoint_prefix
+
+    def _write(self, checkpoint_prefix: str, values: dict) -> None:
+        """Write `values` to the checkpoint's data file, OS errors turned into TF's error classes."""
         dtypes = {key: ref.dtype.base_dtype for key, ref in self._names_to_refs.items()}
         try:
             write_data_file(checkpoint_prefix, values, dtypes)
@@ -189,13 +203,6 @@ class Saver:
         except OSError as e:
             raise errors.UnknownError(None, None, f"Failed to write checkpoint {data_file(checkpoint_prefix)}: "
                                       f"{e}. The previous checkpoint at this path, if any, is unchanged.") from e
-        if write_state:
-            self._record_last_checkpoint(checkpoint_prefix)
-            update_checkpoint_state(save_dir, checkpoint_prefix, self.last_checkpoints, latest_filename,
-                                    [t for _, t in self._last_checkpoints], self._last_preserved_timestamp,
-                                    self._save_relative_paths)
-            self._maybe_delete_old_checkpoints(meta_graph_suffix)
-        return checkpoint_prefix
 
     def _record_last_checkpoint(self, checkpoint_prefix: str) -> None:
         if not self._max_to_keep:
@@ -239,11 +246,11 @@ class Saver:
         if not checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         _log.info("Restoring parameters from %s", save_path)
-        reader = CheckpointReader(save_path)
-        feeds = {}
-        for key, ref in self._names_to_refs.items():
-            feeds[self._placeholders[key]] = self._checked_value(reader, key, ref, save_path)
-        sess.run(self._restore_op, feeds)
+        with status(f"restoring {len(self._names_to_refs)} variables from {save_path}"):
+            reader = CheckpointReader(save_path)
+            feeds = {self._placeholders[key]: self._checked_value(reader, key, ref, save_path)
+                     for key, ref in self._names_to_refs.items()}
+            sess.run(self._restore_op, feeds)
 
     def _checked_value(self, reader: CheckpointReader, key: str, ref: Tensor, save_path: str) -> np.ndarray:
         """The saved value for variable `ref`, or TF's wrapped restore error naming the variable and the file."""

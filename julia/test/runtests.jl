@@ -185,3 +185,11 @@ run_example("multi_gpu_towers.jl")
     @test Set(t.device for t in [tower_losses[1], tower_losses[2]]) == Set(["/device:GPU:0", "/device:GPU:1"])
     @test all(v.device == "/device:CPU:0" for v in coefficients)
 end
+
+run_example("quickstart.jl")
+@testset "the README's quickstart example" begin
+    @test (a.device, b.device, c.device) == ("/device:CPU:0", "/device:GPU:0", "/device:CPU:0")
+    @test run(sess, c) ≈ cos(sin(1.0)) && run(sess, c) isa Float64   # as the README prints it
+    @test run(sess, g) ≈ -sin(sin(1.0)) * cos(1.0)
+    @test all(op.device == "/device:GPU:0" for op in graph_ops() if startswith(op.name, "gradients/Sin_grad"))
+end

@@ -11,7 +11,7 @@ def _code_lines(text: str) -> list[str]:
 
 def test_readme_julia_script_is_the_tested_example_in_order():
     readme = (ROOT / "README.md").read_text()
-    (script,) = [b for b in re.findall(r"```julia\n(.+?)```", readme, re.S) if "assign_to_device" in b]
+    (script,) = [b for b in re.findall(r"```julia\n(.+?)```", readme, re.S) if "PS_OPS = " in b]
     example = _code_lines((ROOT / "julia" / "examples" / "adcme_colocation.jl").read_text())
     position = 0
     for line in _code_lines(script):
