@@ -1,12 +1,12 @@
 """Smoke test for benchmarks/gpu.py: on fake CUDA GPUs (tests/fake_cupy.py) the quick run checks adplace's results
 against CuPy's and reports every row; without a GPU it says what it needs. No timing is asserted (fake GPUs are
 NumPy)."""
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -14,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def gpu_bench(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "benchmarks" / "gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "gpu.py", "gpu_bench")
 
 
 def test_quick_run_on_a_fake_gpu_reports_every_row(fake_gpu, gpu_bench, tmp_path, capsys):

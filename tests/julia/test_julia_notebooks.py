@@ -4,12 +4,12 @@ are the `# %%` cells of julia/examples/ (in order, each after its prose, with no
 No Julia runs here: the Julia notebook is checked, not executed (its examples run in julia/test/runtests.jl).
 """
 import copy
-import importlib.util
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -23,21 +23,7 @@ MIN_PROSE_WORDS = 15
 REGENERATE = "run `python notebooks/sync_julia.py` to rewrite the notebook's code cells from julia/examples/"
 
 
-def _load_sync_julia():
-    spec = importlib.util.spec_from_file_location("sync_julia", NOTEBOOKS / "sync_julia.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sync_julia = _load_sync_julia()
-
-
-@pytest.fixture(scope="module")
-def julia_parser():
-    ts = pytest.importorskip("tree_sitter")
-    ts_julia = pytest.importorskip("tree_sitter_julia")
-    return ts.Parser(ts.Language(ts_julia.language()))
+sync_julia = load_script(NOTEBOOKS / "sync_julia.py", "sync_julia")
 
 
 @pytest.fixture

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import adplace as tf
 from test_julia_docstrings import _exported
-from test_julia_package import tf_chains
+from test_julia_package import missing_tf_names, tf_chains
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -25,13 +24,6 @@ GUARD_MESSAGE = "Julia cannot start here, so the Julia cells below are skipped. 
 STARTED = re.compile(r"^Julia \d+\.\d+\S* started; ADPlace loaded$")
 FAILED_START = "Julia did not start ("
 BASE_NAMES = {"sin", "cos", "exp", "run", "string", "println", "VERSION", "nothing", "true", "false"}
-
-
-@pytest.fixture(scope="module")
-def julia_parser():
-    ts = pytest.importorskip("tree_sitter")
-    ts_julia = pytest.importorskip("tree_sitter_julia")
-    return ts.Parser(ts.Language(ts_julia.language()))
 
 
 @pytest.fixture(scope="module")
@@ -266,13 +258,7 @@ def julia_name_problems(parser, sources: list[str]) -> list[str]:
     defined, problems = set(), []
     for source in sources:
         tree = parser.parse(source.encode())
-        for chain in sorted(tf_chains(tree)):
-            obj = tf
-            for part in chain.split("."):
-                if not hasattr(obj, part):
-                    problems.append(f"tf.{chain}")
-                    break
-                obj = getattr(obj, part)
+        problems += missing_tf_names(tf_chains(tree))
         nodes, stack = [], [tree.root_node]
         while stack:
             node = stack.pop()

@@ -3,12 +3,12 @@ outputs are those of such a run (so they render on GitHub as they ran)."""
 import ast
 import base64
 import copy
-import importlib.util
 import re
 import struct
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 _WHY = 'the notebook tests need nbformat, nbclient and ipykernel (pip install "adplace[test]")'
 nbformat = pytest.importorskip("nbformat", reason=_WHY)
@@ -20,15 +20,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CELL_TIMEOUT_S = 120  # nbclient's limit per cell; each notebook takes seconds
 
 
-def _load_execute():
-    """notebooks/execute.py as a module (notebooks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("adplace_notebooks_execute", NOTEBOOKS / "execute.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-execute = _load_execute()
+# notebooks/ is not a package
+execute = load_script(NOTEBOOKS / "execute.py", "adplace_notebooks_execute")
 PYTHON_NOTEBOOKS = execute.python_notebooks(NOTEBOOKS)
 by_name = pytest.mark.parametrize("path", PYTHON_NOTEBOOKS, ids=[p.name for p in PYTHON_NOTEBOOKS])
 
