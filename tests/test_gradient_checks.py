@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 import adplace as tf
 from adplace import gradient_checker
 from adplace.framework import registry
-from adplace.ops import array_ops
+from adplace.ops import array_ops, math_ops
 from adplace.ops.op_builder import apply_op_1
 
 CHECK = settings(max_examples=25, deadline=None)
@@ -188,6 +188,37 @@ def test_unary_gradient(op_type, data):
     fn, (low, high, signed) = UNARY[op_type]
     x = data.draw(SHAPES.flatmap(lambda s: values(s, low, high, signed)))
     check_gradients(fn, x)
+
+
+# Tanh, Sigmoid, Sqrt, Rsqrt, Reciprocal and Relu differentiate to one op of their own (TanhGrad(y, dy), ...)
+GRADIENT_OPS = {  # op -> (builder, strategies of its two inputs)
+    "TanhGrad": (math_ops.tanh_grad, (values, values)),
+    "SigmoidGrad": (math_ops.sigmoid_grad, (values, values)),
+    "SqrtGrad": (math_ops.sqrt_grad, (lambda s: values(s, 0.3, 2.0), values)),  # y = sqrt(x) is never 0
+    "RsqrtGrad": (math_ops.rsqrt_grad, (values, values)),
+    "ReciprocalGrad": (math_ops.reciprocal_grad, (values, values)),
+    "ReluGrad": (math_ops.relu_grad, (values, values)),  # features away from 0, where ReluGrad jumps
+}
+
+
+@pytest.mark.parametrize("op_type", sorted(GRADIENT_OPS))
+@FEW
+@given(data=st.data())
+def test_gradient_op_gradient(op_type, data):
+    """Both inputs of TanhGrad etc. vary independently, so each of TF's _TanhGradGrad outputs is checked."""
+    fn, (a_elems, b_elems) = GRADIENT_OPS[op_type]
+    a, b = data.draw(SHAPES.flatmap(lambda s: st.tuples(a_elems(s), b_elems(s))))
+    check_gradients(fn, a, b)
+
+
+@pytest.mark.parametrize("op_type", ["Tanh", "Sigmoid", "Sqrt", "Rsqrt", "Reciprocal", "Relu"])
+@FEW
+@given(data=st.data())
+def test_second_order_gradient(op_type, data):
+    """tf.gradients(f(x), x, grad_ys=dy) is dy * f'(x); its derivatives are dy * f''(x) and f'(x)."""
+    fn, (low, high, signed) = UNARY[op_type]
+    x, dy = data.draw(SHAPES.flatmap(lambda s: st.tuples(values(s, low, high, signed), values(s))))
+    check_gradients(lambda t, d: tf.gradients(fn(t), t, grad_ys=d)[0], x, dy)
 
 
 def test_floor_and_ceil_pass_no_gradient():

@@ -253,7 +253,10 @@ def test_gradients_from_two_devices_are_summed_per_device_first(gpus):
     (tf.tan, ["Tan_grad/Cos", "Tan_grad/Reciprocal", "Tan_grad/Square", "Tan_grad/mul"]),
     (tf.abs, ["Abs_grad/Sign", "Abs_grad/mul"]),
     (tf.square, ["Square_grad/Const", "Square_grad/Mul", "Square_grad/Mul_1"]),
-], ids=["sin", "cos", "exp", "log", "tan", "abs", "square"])
+    (tf.tanh, ["Tanh_grad/TanhGrad"]), (tf.sigmoid, ["Sigmoid_grad/SigmoidGrad"]), (tf.sqrt, ["Sqrt_grad/SqrtGrad"]),
+    (tf.rsqrt, ["Rsqrt_grad/RsqrtGrad"]), (tf.reciprocal, ["Reciprocal_grad/ReciprocalGrad"]),
+    (tf.nn.relu, ["Relu_grad/ReluGrad"]),
+], ids=["sin", "cos", "exp", "log", "tan", "abs", "square", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal", "relu"])
 def test_unary_gradient_ops_are_named_and_ordered_as_tf1_builds_them(fn, names):
     """TF's math_grad writes `grad * cos(x)` (an operator: "mul"), `-grad * sin(x)` for Cos, and math_ops.multiply for
     Square ("Mul"); placement logs and colocation show these names."""
@@ -261,3 +264,37 @@ def test_unary_gradient_ops_are_named_and_ordered_as_tf1_builds_them(fn, names):
     tf.gradients(fn(x), x)
     built = [op.name for op in tf.get_default_graph().get_operations() if "_grad/" in op.name]
     assert built == ["gradients/" + n for n in names]
+
+
+GRADIENT_OPS = [(tf.tanh, "TanhGrad"), (tf.sigmoid, "SigmoidGrad"), (tf.sqrt, "SqrtGrad"), (tf.rsqrt, "RsqrtGrad"),
+                (tf.reciprocal, "ReciprocalGrad"), (tf.nn.relu, "ReluGrad")]
+
+
+@pytest.mark.parametrize("fn, op_type", GRADIENT_OPS, ids=[t for _, t in GRADIENT_OPS])
+def test_gradient_ops_read_the_forward_output_not_the_input(fn, op_type):
+    """TanhGrad(y, dy) etc. take the forward op's output y; ReluGrad(gradients, features) takes Relu's output."""
+    x = tf.placeholder(tf.float32, [2], name="x")
+    y = fn(x)
+    dy = tf.placeholder(tf.float32, [2], name="dy")
+    dx, = tf.gradients(y, x, grad_ys=dy)
+    forward, grad = dx.op.inputs[::-1] if op_type == "ReluGrad" else dx.op.inputs
+    assert (dx.op.type, forward.name, grad.name) == (op_type, y.name, "gradients/grad_ys_0:0")
+    assert grad.op.inputs[0] is dy
+
+
+@pytest.mark.parametrize("fn, names", [
+    (tf.tanh, ["mul/y", "mul", "mul_1", "mul_2", "TanhGrad"]),
+    (tf.sigmoid, ["mul", "mul_1/x", "mul_1", "mul_2", "sub", "SigmoidGrad"]),
+    (tf.sqrt, ["truediv", "Neg", "mul", "mul_1/x", "mul_1"]),
+    (tf.rsqrt, ["mul/x", "mul", "mul_1", "Square", "mul_2", "RsqrtGrad"]),
+    (tf.reciprocal, ["mul/y", "mul", "mul_1", "mul_2", "ReciprocalGrad"]),
+    (tf.nn.relu, ["ReluGrad", "Shape", "zeros/Const", "zeros"]),
+], ids=["tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal", "relu"])
+def test_second_order_gradient_ops_are_named_as_tf1_builds_them(fn, names):
+    """The gradients of TanhGrad etc. are TF's _TanhGradGrad etc.: Python operators ("mul", "sub") and gen ops."""
+    x = tf.constant(0.5)
+    dx, = tf.gradients(fn(x), x)
+    tf.gradients(dx, x)
+    scope = f"gradients_1/{dx.op.name}_grad/"
+    built = [op.name[len(scope):] for op in tf.get_default_graph().get_operations() if op.name.startswith(scope)]
+    assert built == names

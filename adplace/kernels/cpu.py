@@ -337,6 +337,11 @@ BINARY_KERNELS = {
     "FloorMod": "mod", "Pow": "power", "Maximum": "maximum", "Minimum": "minimum",
     "SquaredDifference": lambda xp: lambda x, y: xp.square(x - y), "Less": "less", "LessEqual": "less_equal",
     "Greater": "greater", "GreaterEqual": "greater_equal", "Equal": "equal", "NotEqual": "not_equal",
+    # gradients of unary ops from the forward output y and the gradient dy, in TF's (Eigen's) order of operations
+    "TanhGrad": lambda xp: lambda y, dy: dy * (1 - y * y), "SigmoidGrad": lambda xp: lambda y, dy: dy * y * (1 - y),
+    "SqrtGrad": lambda xp: lambda y, dy: 0.5 * dy / y, "RsqrtGrad": lambda xp: lambda y, dy: -0.5 * (dy * y) * (y * y),
+    "ReciprocalGrad": lambda xp: lambda y, dy: -y * y * dy,
+    "ReluGrad": lambda xp: lambda dy, features: dy * (features > 0),
 }
 
 

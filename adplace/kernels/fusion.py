@@ -32,6 +32,10 @@ FUSIBLE = {
     "Maximum": "ad_max({0}, {1})", "Minimum": "ad_min({0}, {1})", "SquaredDifference": "ad_sqdiff({0}, {1})",
     "Less": "{0} < {1}", "LessEqual": "{0} <= {1}", "Greater": "{0} > {1}", "GreaterEqual": "{0} >= {1}",
     "Equal": "{0} == {1}", "NotEqual": "{0} != {1}",
+    # TF's order of operations; TF's 0.5 * x is written x / 2 (the same value): a double literal would compute in double
+    "TanhGrad": "{1} * (1 - {0} * {0})", "SigmoidGrad": "{1} * {0} * (1 - {0})", "SqrtGrad": "{1} / 2 / {0}",
+    "RsqrtGrad": "-({1} * {0}) / 2 * ({0} * {0})", "ReciprocalGrad": "-{0} * {0} * {1}",
+    "ReluGrad": "{0} * ({1} > 0)",  # TF's gradients * (features > 0): a NaN gradient stays NaN
 }
 
 _HELPERS = """\

@@ -65,17 +65,11 @@ def _register_unary(op_type: str, local_grad) -> None:
 _UNARY_GRADS = {
     "Abs": lambda x, y: math_ops.sign(x),
     "Square": lambda x, y: multiply(x, _const_like(2, x)),
-    "Sqrt": lambda x, y: truediv(_const_like(0.5, y), y),
-    "Rsqrt": lambda x, y: multiply(_const_like(-0.5, y), multiply(y, math_ops.square(y))),
-    "Reciprocal": lambda x, y: negative(math_ops.square(y)),
     "Exp": lambda x, y: y,
     "Log": lambda x, y: math_ops.reciprocal(x),
     "Log1p": lambda x, y: math_ops.reciprocal(1 + x),
     "Sin": lambda x, y: math_ops.cos(x),
     "Tan": lambda x, y: math_ops.square(math_ops.reciprocal(math_ops.cos(x))),
-    "Tanh": lambda x, y: math_ops.subtract(_const_like(1, y), math_ops.square(y)),
-    "Sigmoid": lambda x, y: multiply(y, math_ops.subtract(_const_like(1, y), y)),
-    "Relu": lambda x, y: cast(math_ops.greater(y, _const_like(0, y)), y.dtype.base_dtype),
 }
 for _op_type, _local in _UNARY_GRADS.items():
     _register_unary(_op_type, _local)
@@ -84,7 +78,53 @@ RegisterGradient("Neg")(lambda op, grad: [negative(grad)])
 RegisterGradient("Sign")(lambda op, grad: [array_ops.zeros_like(op._inputs[0])])
 RegisterGradient("Floor")(lambda op, grad: [None])
 RegisterGradient("Ceil")(lambda op, grad: [None])
-assert set(UNARY_OPS) == set(_UNARY_GRADS) | {"Cos", "Neg", "Sign", "Floor", "Ceil"}
+
+
+# --- unary ops whose gradient is an op of its own, fed the forward output: one kernel instead of a chain -----------
+_GRAD_OPS = {"Tanh": math_ops.tanh_grad, "Sigmoid": math_ops.sigmoid_grad, "Sqrt": math_ops.sqrt_grad,
+             "Rsqrt": math_ops.rsqrt_grad, "Reciprocal": math_ops.reciprocal_grad}
+for _op_type, _grad_op in _GRAD_OPS.items():
+    RegisterGradient(_op_type)(lambda op, grad, _grad_op=_grad_op: [_grad_op(op._outputs[0], grad)])
+RegisterGradient("Relu")(lambda op, grad: [math_ops.relu_grad(grad, op._outputs[0])])
+assert set(UNARY_OPS) == set(_UNARY_GRADS) | set(_GRAD_OPS) | {"Cos", "Neg", "Sign", "Floor", "Ceil", "Relu"}
+
+
+# Their second derivatives, as TF's math_grad.py/nn_grad.py write them (a: the forward output, b: its gradient).
+@RegisterGradient("TanhGrad")
+def _tanh_grad_grad(op, grad):
+    a, b = op._inputs
+    return [grad * -2.0 * b * a, math_ops.tanh_grad(a, grad)]
+
+
+@RegisterGradient("SigmoidGrad")
+def _sigmoid_grad_grad(op, grad):
+    a, b = op._inputs
+    gb = grad * b
+    return [gb - 2.0 * gb * a, math_ops.sigmoid_grad(a, grad)]
+
+
+@RegisterGradient("SqrtGrad")
+def _sqrt_grad_grad(op, grad):
+    ga = grad / op._inputs[0]
+    return [-ga * op._outputs[0], 0.5 * ga]  # SqrtGrad(a, b) = 0.5 * b / a is its own output y: d/da = -y / a
+
+
+@RegisterGradient("RsqrtGrad")
+def _rsqrt_grad_grad(op, grad):
+    a, b = op._inputs
+    return [-1.5 * grad * b * math_ops.square(a), math_ops.rsqrt_grad(a, grad)]
+
+
+@RegisterGradient("ReciprocalGrad")
+def _reciprocal_grad_grad(op, grad):
+    a, b = op._inputs
+    return [grad * -2.0 * b * a, math_ops.reciprocal_grad(a, grad)]
+
+
+@RegisterGradient("ReluGrad")
+def _relu_grad_grad(op, grad):
+    x = op._inputs[1]  # ReluGrad(gradients, features): linear in the gradients, flat in the features
+    return [math_ops.relu_grad(grad, x), array_ops.zeros(shape=shape(x), dtype=x.dtype)]
 
 
 # --- binary ------------------------------------------------------------------------------------------------------

@@ -66,6 +66,62 @@ def floor(x, name: str | None = None) -> Tensor: return _unary("Floor", x, name)
 def ceil(x, name: str | None = None) -> Tensor: return _unary("Ceil", x, name)  # noqa: E704
 
 
+
+# --- gradients of unary ops: TF's TanhGrad etc., built by the gradient functions from the forward output ----------
+def _unary_grad_infer(op_type, allowed, arg_names):
+    """Both inputs of one dtype and one shape: these ops do not broadcast."""
+    def infer(inputs, attrs, name):
+        dtype = check_same_dtype(op_type, inputs, arg_names)
+        check_dtype(op_type, arg_names[0], dtype, allowed)
+        return [(dtype, merged_shape(op_type, name, inputs))]
+    return infer
+
+
+UNARY_GRAD_OPS = {  # op type -> (allowed dtypes, input names), as TF registers them
+    "TanhGrad": (FLOAT_COMPLEX, ("y", "dy")), "SigmoidGrad": (FLOAT_COMPLEX, ("y", "dy")),
+    "SqrtGrad": (FLOAT_COMPLEX, ("y", "dy")), "RsqrtGrad": (FLOAT_COMPLEX, ("y", "dy")),
+    "ReciprocalGrad": (FLOAT_COMPLEX, ("y", "dy")), "ReluGrad": (REAL, ("gradients", "features")),
+}
+for _op_type, (_allowed, _arg_names) in UNARY_GRAD_OPS.items():
+    register_op(_op_type, _unary_grad_infer(_op_type, _allowed, _arg_names))
+
+
+def _unary_grad(op_type: str, a, b, name: str | None) -> Tensor:
+    a, b = _convert_pair(a, b)
+    return apply_op_1(op_type, [a, b], {"T": a.dtype.base_dtype}, name=name or op_type)
+
+
+def tanh_grad(y, dy, name: str | None = None) -> Tensor:
+    """dy * (1 - y * y), the gradient of y = tanh(x) from its output (TF's gen_math_ops.tanh_grad)."""
+    return _unary_grad("TanhGrad", y, dy, name)
+
+
+def sigmoid_grad(y, dy, name: str | None = None) -> Tensor:
+    """dy * y * (1 - y), the gradient of y = sigmoid(x) from its output (gen_math_ops.sigmoid_grad)."""
+    return _unary_grad("SigmoidGrad", y, dy, name)
+
+
+def sqrt_grad(y, dy, name: str | None = None) -> Tensor:
+    """dy * 0.5 / y, the gradient of y = sqrt(x) from its output (gen_math_ops.sqrt_grad)."""
+    return _unary_grad("SqrtGrad", y, dy, name)
+
+
+def rsqrt_grad(y, dy, name: str | None = None) -> Tensor:
+    """dy * -0.5 * y**3, the gradient of y = rsqrt(x) from its output (gen_math_ops.rsqrt_grad)."""
+    return _unary_grad("RsqrtGrad", y, dy, name)
+
+
+def reciprocal_grad(y, dy, name: str | None = None) -> Tensor:
+    """-dy * y * y, the gradient of y = 1 / x from its output (gen_math_ops.reciprocal_grad)."""
+    return _unary_grad("ReciprocalGrad", y, dy, name)
+
+
+def relu_grad(gradients, features, name: str | None = None) -> Tensor:
+    """gradients * (features > 0), the gradient of relu (gen_nn_ops.relu_grad); TF passes relu's output as
+    `features`, which is positive exactly where the input is."""
+    return _unary_grad("ReluGrad", gradients, features, name)
+
+
 # --- binary (broadcasting) -------------------------------------------------------------------------------------
 def _binary_infer(op_type, allowed, out_dtype=None):
     def infer(inputs, attrs, name):

@@ -39,6 +39,14 @@ def _variable_program(rng):
     return [init, ready, update, after, v.initialized_value()], {}
 
 
+def _unary_gradients(rng):
+    """The gradient ops of Tanh, Sigmoid, Sqrt, Rsqrt, Reciprocal and Relu (TanhGrad, ...), and their gradients."""
+    p = tf.placeholder(tf.float32, [3, 4])
+    ys = [tf.tanh(p), tf.sigmoid(p), tf.sqrt(p), tf.rsqrt(p), tf.reciprocal(p), tf.nn.relu(p - 1.25)]
+    firsts = [tf.gradients(y, p, grad_ys=tf.cos(p))[0] for y in ys]  # an elementwise dy: each gradient op fuses
+    return firsts + [tf.gradients(g, p)[0] for g in firsts], {p: _x(rng, 3, 4, low=0.5, high=2.0)}
+
+
 def _optimizer(make):
     def build(rng):
         w = tf.Variable(_x(rng, 4, 2), name="w")
@@ -55,7 +63,7 @@ CASES = {
     "reciprocal": _unary(tf.reciprocal, 0.5, 3.0), "exp": _unary(tf.exp), "log": _unary(tf.log, 0.1, 4.0),
     "log1p": _unary(tf.log1p, -0.5, 3.0), "sin": _unary(tf.sin), "cos": _unary(tf.cos), "tan": _unary(tf.tan, -1, 1),
     "tanh": _unary(tf.tanh), "sigmoid": _unary(tf.sigmoid, -30, 30), "relu": _unary(tf.nn.relu),
-    "floor": _unary(tf.floor), "ceil": _unary(tf.ceil),
+    "floor": _unary(tf.floor), "ceil": _unary(tf.ceil), "unary_gradients": _unary_gradients,
     "add": _binary(tf.add), "sub": _binary(tf.subtract), "mul": _binary(tf.multiply),
     "div": _binary(tf.truediv, 0.5, 2.0), "floordiv": _binary(tf.floordiv, 0.5, 5.0),
     "floormod": _binary(tf.floormod, 0.5, 5.0), "pow": _binary(tf.pow, 0.5, 2.0),
@@ -112,7 +120,9 @@ COVERS = {
     "neg": {"Neg", "Placeholder"}, "abs": {"Abs"}, "sign": {"Sign"}, "square": {"Square"}, "sqrt": {"Sqrt"},
     "rsqrt": {"Rsqrt"}, "reciprocal": {"Reciprocal"}, "exp": {"Exp"}, "log": {"Log"}, "log1p": {"Log1p"},
     "sin": {"Sin"}, "cos": {"Cos"}, "tan": {"Tan"}, "tanh": {"Tanh"}, "sigmoid": {"Sigmoid"}, "relu": {"Relu"},
-    "floor": {"Floor"}, "ceil": {"Ceil"}, "add": {"Add", "Const"}, "sub": {"Sub"}, "mul": {"Mul"},
+    "floor": {"Floor"}, "ceil": {"Ceil"},
+    "unary_gradients": {"TanhGrad", "SigmoidGrad", "SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "ReluGrad"},
+    "add": {"Add", "Const"}, "sub": {"Sub"}, "mul": {"Mul"},
     "div": {"RealDiv"}, "floordiv": {"FloorDiv"}, "floormod": {"FloorMod"}, "pow": {"Pow"},
     "maximum": {"Maximum"}, "minimum": {"Minimum"}, "squared_difference": {"SquaredDifference"},
     "compare": {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"},

@@ -300,6 +300,19 @@ def test_gradients_of_elementwise_chains_fuse_too(fake_gpu):
     np.testing.assert_allclose(value, tf.Session(config=CPU_ONLY).run(g, feed), rtol=1e-5, atol=1e-6)
 
 
+def test_gradient_ops_of_unary_ops_fuse(fake_gpu):
+    """TanhGrad etc. join fused chains, so their CUDA expressions are compared with the CPU kernels by the
+    `unary_gradients` case of test_gpu_kernel_matches_cpu_kernel."""
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/gpu:0"):
+        fetches, feeds = op_cases.CASES["unary_gradients"](np.random.default_rng(0))
+    sess = tf.Session(graph=graph, config=SOFT)
+    sess.run(fetches, feeds)
+    fused = sess.plan_for(fetches, feeds).fused.values()
+    fused_types = {graph.get_operation_by_name(name).type for members in fused for name in members}
+    assert fused_types >= set(op_cases.COVERS["unary_gradients"])
+
+
 def test_fused_kernels_are_compiled_once_per_chain_signature(fake_gpu):
     x, _, z = _chain_graph()
     feed = {x: np.ones(64, np.float32)}

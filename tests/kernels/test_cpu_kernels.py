@@ -38,6 +38,13 @@ def test_every_registered_op_type_has_a_cpu_kernel(op_type):
     assert "CPU" in registry.kernel_device_types(op_type, None)
 
 
+@pytest.mark.parametrize("op_type", ["TanhGrad", "SigmoidGrad", "SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "ReluGrad"])
+def test_gradient_ops_of_unary_ops_have_cpu_and_gpu_kernels_for_floats(op_type):
+    for device_type in ("CPU", "GPU"):
+        for dtype in (tf.float32, tf.float64):
+            assert tf.config.has_kernel(op_type, device_type, dtype), (device_type, dtype)
+
+
 def test_variable_gpu_kernel_dtypes_follow_tf():
     assert registry.has_kernel("VariableV2", "GPU", tf.float32)
     assert not registry.has_kernel("VariableV2", "GPU", tf.int32)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import adplace as tf
+from adplace.ops import math_ops
 
 
 def run(fetches, feed_dict=None):
@@ -178,6 +179,54 @@ def test_float_unary_of_int_raises_type_error(fn, op_type):
 def test_unary_preserves_unknown_shape():
     p = tf.placeholder(tf.float32, shape=[None, 2])
     assert tf.exp(p).shape.as_list() == [None, 2]
+
+
+# --- gradient ops of unary ops (TanhGrad, ...): inputs of one dtype and one shape --------------------------------
+
+Y = np.array([-0.5, 0.25, 0.8, 2.0], np.float32)
+DY = np.array([1.5, -2.0, 0.5, 3.0], np.float32)
+UNARY_GRAD_OPS = [  # (builder, op type, expected value of op(a, b))
+    (math_ops.tanh_grad, "TanhGrad", lambda y, dy: dy * (1 - y * y)),
+    (math_ops.sigmoid_grad, "SigmoidGrad", lambda y, dy: dy * y * (1 - y)),
+    (math_ops.sqrt_grad, "SqrtGrad", lambda y, dy: dy * 0.5 / y),
+    (math_ops.rsqrt_grad, "RsqrtGrad", lambda y, dy: dy * -0.5 * y ** 3),
+    (math_ops.reciprocal_grad, "ReciprocalGrad", lambda y, dy: -dy * y * y),
+    (math_ops.relu_grad, "ReluGrad", lambda dy, features: dy * (features > 0)),
+]
+
+
+@pytest.mark.parametrize("fn, op_type, expected", UNARY_GRAD_OPS, ids=[c[1] for c in UNARY_GRAD_OPS])
+def test_unary_gradient_ops_values_names_and_shapes(fn, op_type, expected):
+    out = fn(tf.constant(Y), tf.constant(DY))
+    assert (out.op.type, out.op.name, out.dtype, out.shape.as_list()) == (op_type, op_type, tf.float32, [4])
+    value = run(out)
+    assert value.dtype == np.float32
+    np.testing.assert_allclose(value, expected(Y.astype(np.float64), DY.astype(np.float64)), rtol=1e-6)
+
+
+def test_relu_grad_passes_the_gradient_only_where_features_are_positive():
+    value = run(math_ops.relu_grad(tf.constant([1.0, 2.0, 3.0, 4.0]), tf.constant([-1.0, 0.0, 0.5, np.nan])))
+    np.testing.assert_array_equal(value, [0.0, 0.0, 3.0, 0.0])
+
+
+@pytest.mark.parametrize("fn, op_type", [c[:2] for c in UNARY_GRAD_OPS], ids=[c[1] for c in UNARY_GRAD_OPS])
+def test_unary_gradient_ops_merge_shapes_and_do_not_broadcast(fn, op_type):
+    a, b = tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.float32, [2, None])
+    assert fn(a, b).shape.as_list() == [2, 3]
+    with pytest.raises(ValueError, match=f"Shapes must be equal for 'bad' \\(op: '{op_type}'\\) with input "
+                                         "shapes: \\[2,3\\], \\[3\\]"):
+        fn(tf.zeros([2, 3]), tf.zeros([3]), name="bad")
+
+
+@pytest.mark.parametrize("fn, op_type", [c[:2] for c in UNARY_GRAD_OPS], ids=[c[1] for c in UNARY_GRAD_OPS])
+def test_unary_gradient_ops_need_one_floating_dtype(fn, op_type):
+    first = "gradients" if op_type == "ReluGrad" else "y"
+    second = "features" if op_type == "ReluGrad" else "dy"
+    with pytest.raises(TypeError, match=f"Input '{second}' of '{op_type}' Op has type float64 that does not match "
+                                        f"type float32 of argument '{first}'"):
+        fn(tf.zeros([2]), tf.zeros([2], dtype=tf.float64))
+    with pytest.raises(TypeError, match=f"DataType bool not in list of allowed values.*'{op_type}'"):
+        fn(tf.constant([True]), tf.constant([False]))
 
 
 # --- matmul ---------------------------------------------------------------------------------------------------
