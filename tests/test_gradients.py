@@ -298,3 +298,16 @@ def test_second_order_gradient_ops_are_named_as_tf1_builds_them(fn, names):
     scope = f"gradients_1/{dx.op.name}_grad/"
     built = [op.name[len(scope):] for op in tf.get_default_graph().get_operations() if op.name.startswith(scope)]
     assert built == names
+
+
+def test_gradient_of_a_full_static_mean_is_built_as_tf1_builds_it():
+    """TF's _SumGrad fast path (every axis, in order): Reshape to ones, a Const of the input shape, Tile; then
+    _MeanGrad's factor Const and truediv."""
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    (g,) = tf.gradients(tf.reduce_mean(x), x)
+    built = [(op.name, op.type) for op in tf.get_default_graph().get_operations() if "_grad/" in op.name]
+    assert built == [("gradients/Mean_grad/Reshape/shape", "Const"), ("gradients/Mean_grad/Reshape", "Reshape"),
+                     ("gradients/Mean_grad/Const", "Const"), ("gradients/Mean_grad/Tile", "Tile"),
+                     ("gradients/Mean_grad/Const_1", "Const"), ("gradients/Mean_grad/truediv", "RealDiv")]
+    with tf.Session() as sess:
+        assert (sess.run(g) == 0.25).all()

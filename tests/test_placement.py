@@ -397,6 +397,8 @@ def test_shape_size_and_rank_of_static_shapes_are_constants_as_in_tf1():
     p = tf.placeholder(tf.float32, [None, 3])
     assert (tf.shape(p).op.type, tf.size(p).op.type, tf.rank(p).op.type) == ("Shape", "Size", "Const")
     assert tf.rank(tf.placeholder(tf.float32)).op.type == "Rank"
+    empty = tf.size(tf.placeholder(tf.float32, [None, 0]))
+    assert empty.op.type == "Const" and tf.Session().run(empty) == 0
     with tf.Session() as sess:
         assert [list(v) if np.ndim(v) else int(v) for v in sess.run([s, n, r])] == [[2, 3], 6, 2]
         assert list(sess.run(tf.shape(p), {p: np.zeros([4, 3])})) == [4, 3]

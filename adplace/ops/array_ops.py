@@ -60,10 +60,12 @@ def shape(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool
 
 
 def size(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool = True) -> Tensor:  # noqa: A002
-    """The number of elements (tf.size): a Const when the static shape is fully known, as in TF1."""
+    """The number of elements (tf.size): a Const when the static shape is fully known or has a 0 dimension, as in
+    TF1."""
     input = convert_to_tensor(input)  # noqa: A001
-    if optimize and input.shape.is_fully_defined():
-        return constant(input.shape.num_elements(), dtype=out_type, name=name or "Size")
+    dims = input.shape.as_list() if input.shape.ndims is not None else None
+    if optimize and dims is not None and (None not in dims or 0 in dims):
+        return constant(0 if 0 in dims else input.shape.num_elements(), dtype=out_type, name=name or "Size")
     return apply_op_1("Size", [input], {"out_type": _dtypes.as_dtype(out_type)}, name=name or "Size")
 
 

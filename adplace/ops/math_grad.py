@@ -249,8 +249,20 @@ def _reduced_mask(x: Tensor, axes_t: Tensor) -> tuple[Tensor, Tensor]:
     return input_shape, math_ops.greater(reduce_sum(cast(hit, _dtypes.int32), 1), 0)
 
 
+def _reduces_every_dim_in_order(op) -> bool:
+    """TF's fast path of _SumGrad: the input's rank is known and the axes are exactly 0..rank-1 (axis=None)."""
+    x, axes_t = op._inputs
+    axes = constant_value(axes_t)
+    return x._shape.ndims is not None and axes is not None and np.array_equal(axes, np.arange(x._shape.ndims))
+
+
 @RegisterGradient("Sum")
 def _sum_grad(op, grad):
+    x = op._inputs[0]
+    if _reduces_every_dim_in_order(op):  # as TF: Reshape to all ones, Tile by a Const shape (or a Shape op)
+        dims = x._shape.as_list()
+        grad = reshape(grad, [1] * len(dims))
+        return [array_ops.tile(grad, constant(dims, dtype=_dtypes.int32) if None not in dims else shape(x)), None]
     kept, multiples = reduced_shape(op)
     grad = reshape(grad, kept)
     if isinstance(multiples, list) and all(m == 1 for m in multiples):
