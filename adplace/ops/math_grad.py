@@ -90,10 +90,16 @@ assert set(UNARY_OPS) == set(_UNARY_GRADS) | set(_GRAD_OPS) | {"Cos", "Neg", "Si
 
 
 # Their second derivatives, as TF's math_grad.py/nn_grad.py write them (a: the forward output, b: its gradient).
-@RegisterGradient("TanhGrad")
-def _tanh_grad_grad(op, grad):
-    a, b = op._inputs
-    return [grad * -2.0 * b * a, math_ops.tanh_grad(a, grad)]
+def _minus_two_b_a_grad_grad(grad_op):
+    """TanhGrad's and ReciprocalGrad's second derivative, which TF writes alike: (grad * -2 * b * a, grad_op(a, grad))."""
+    def grad_fn(op, grad):
+        a, b = op._inputs
+        return [grad * -2.0 * b * a, grad_op(a, grad)]
+    return grad_fn
+
+
+RegisterGradient("TanhGrad")(_minus_two_b_a_grad_grad(math_ops.tanh_grad))
+RegisterGradient("ReciprocalGrad")(_minus_two_b_a_grad_grad(math_ops.reciprocal_grad))
 
 
 @RegisterGradient("SigmoidGrad")
@@ -113,12 +119,6 @@ def _sqrt_grad_grad(op, grad):
 def _rsqrt_grad_grad(op, grad):
     a, b = op._inputs
     return [-1.5 * grad * b * math_ops.square(a), math_ops.rsqrt_grad(a, grad)]
-
-
-@RegisterGradient("ReciprocalGrad")
-def _reciprocal_grad_grad(op, grad):
-    a, b = op._inputs
-    return [grad * -2.0 * b * a, math_ops.reciprocal_grad(a, grad)]
 
 
 @RegisterGradient("ReluGrad")
