@@ -394,6 +394,8 @@ def test_shape_size_and_rank_of_static_shapes_are_constants_as_in_tf1():
     assert [t.op.type for t in (s, n, r)] == ["Const", "Const", "Const"]
     assert [t.op.name for t in (s, n, r)] == ["Shape", "Size", "Rank"]
     assert tf.shape(x, optimize=False).op.type == "Shape"
+    like = tf.ones_like(x, optimize=False)  # TF: ones(shape_internal(x, optimize=False)), a Shape op then Fill
+    assert like.op.type == "Fill" and like.op.inputs[0].op.type == "Shape"
     p = tf.placeholder(tf.float32, [None, 3])
     assert (tf.shape(p).op.type, tf.size(p).op.type, tf.rank(p).op.type) == ("Shape", "Size", "Const")
     assert tf.rank(tf.placeholder(tf.float32)).op.type == "Rank"

@@ -397,7 +397,7 @@ def shape_internal(tensor: Tensor, optimize: bool = True):
     """The static shape as a list when fully known (and `optimize`), else a Shape op (TF's shape_internal)."""
     if optimize and tensor.shape.is_fully_defined():
         return tensor.shape.as_list()
-    return shape(tensor)
+    return shape(tensor, optimize=optimize)
 
 
 def zeros_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> Tensor:
