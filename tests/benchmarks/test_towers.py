@@ -1,19 +1,10 @@
 """Smoke test for benchmarks/towers.py: the quick run finishes, checks adplace against NumPy and reports every tower
 count (no timing is asserted)."""
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from script_module import run_quick_benchmark
 
 
 def test_quick_run_reports_every_tower_count(tmp_path):
-    out = tmp_path / "towers.json"
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "towers.py"), "--quick", "--out", str(out)],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(out.read_text())
+    report, printed = run_quick_benchmark("towers", tmp_path / "towers.json")
     assert [row["towers"] for row in report["table"]] == ["1", "2", "4"]
     for n in (1, 2, 4):
         bench = report["benchmarks"][f"towers{n}"]
@@ -22,4 +13,4 @@ def test_quick_run_reports_every_tower_count(tmp_path):
         assert bench["plans"]["one_device"]["mode"] == "sequential"  # inter_op_parallelism_threads=1
         assert bench["plans"]["n_devices"]["mode"] in ("sequential", "parallel")
     assert report["benchmarks"]["towers2"]["met"] in (True, False)
-    assert "speed-up" in result.stdout and "met?" in result.stdout
+    assert "speed-up" in printed and "met?" in printed
