@@ -465,6 +465,7 @@ def plot_placement(graph, sess, path: str | None = None, *, ax=None, title: str 
 
 _BOX_W, _BOX_H = 0.9, 0.55  # an op's box, in layout units (one column wide, one row high)
 _EM_PER_CHAR, _EM_PER_LABEL_HEIGHT = 0.55, 2.6  # DejaVu Sans: mean glyph width; two lines with their spacing
+_EDGE_STYLES = {"data": ("dimgray", "-", 0.8), "transfer": ("red", "-", 1.6), "control": ("dimgray", "--", 0.8)}
 
 
 def _label_fontsize(ax, columns: float, rows: int, longest_label: int) -> float:
@@ -473,7 +474,6 @@ def _label_fontsize(ax, columns: float, rows: int, longest_label: int) -> float:
     by_width = 72 * _BOX_W * width_in / columns / (longest_label * _EM_PER_CHAR)
     by_height = 72 * _BOX_H * height_in / rows / _EM_PER_LABEL_HEIGHT
     return max(3.0, min(9.0, by_width, by_height))
-_EDGE_STYLES = {"data": ("dimgray", "-", 0.8), "transfer": ("red", "-", 1.6), "control": ("dimgray", "--", 0.8)}
 
 
 def _draw_op_boxes(ax, ops, where: dict, fill: dict[str, str], fontsize: float) -> None:

@@ -111,8 +111,8 @@ def status(message: str, delay_s: float | None = None) -> Iterator[None]:
 
     With progress enabled the words go to stderr ("adplace: <message> ..." then "done in 2.3 s"), above any tqdm
     bar; otherwise to the "adplace" logger at INFO. A block faster than the delay prints nothing and costs one timer
-    thread. The closing line is said even when the block raises. A bad ADPLACE_PROGRESS means the logger here (progress()
-    raises for it).
+    thread. The closing line is said even when the block raises. A bad ADPLACE_PROGRESS means the logger here
+    (progress() raises for it).
     """
     delay_s = STATUS_DELAY_S if delay_s is None else delay_s
     try:

@@ -94,7 +94,8 @@ def sync(notebook: Path = NOTEBOOK, examples_dir: Path = EXAMPLES_DIR, check: bo
     if check:
         stored = [c.source for c in nbformat.reads(before, as_version=4).cells if c.cell_type == "code"]
         wanted = [c.source for c in nb.cells if c.cell_type == "code"]
-        first = next((k for k, (s, w) in enumerate(zip(stored, wanted), 1) if s != w), min(len(stored), len(wanted)) + 1)
+        first = next((k for k, (s, w) in enumerate(zip(stored, wanted), 1) if s != w),
+                     min(len(stored), len(wanted)) + 1)
         print(f"{notebook.name}: code cell {first} differs from the examples' `# %%` cells "
               f"({len(stored)} code cells, {len(wanted)} example cells); run python notebooks/sync_julia.py")
         return 1
