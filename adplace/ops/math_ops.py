@@ -66,7 +66,6 @@ def floor(x, name: str | None = None) -> Tensor: return _unary("Floor", x, name)
 def ceil(x, name: str | None = None) -> Tensor: return _unary("Ceil", x, name)  # noqa: E704
 
 
-
 # --- gradients of unary ops: TF's TanhGrad etc., built by the gradient functions from the forward output ----------
 def _unary_grad_infer(op_type, allowed, arg_names):
     """Both inputs of one dtype and one shape: these ops do not broadcast."""
