@@ -18,7 +18,6 @@ from typing import Callable
 import numpy as np
 
 from adplace import devices as _devices
-from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
 from adplace.framework.graph import get_default_graph
 from adplace.framework.operation import Operation, Tensor
@@ -27,6 +26,7 @@ from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
+from adplace.runtime.feeds import feed_converter
 from adplace.runtime.options import ConfigProto, RewriterConfig, RunMetadata, RunOptions
 from adplace.runtime.step_runner import StepRunner, clock_pair
 from adplace.runtime.step_stats import build_step_stats
@@ -138,37 +138,6 @@ class _CompiledRun:
 
     def __init__(self, plan: Plan, feed_converters: list, build: Callable):
         self.plan, self.feed_converters, self.build = plan, feed_converters, build
-
-
-def _feed_converter(tensor: Tensor) -> Callable:
-    """A function turning a fed value into an owned array of the tensor's dtype, checking its static shape."""
-    dtype = tensor.dtype.base_dtype
-    np_dtype = dtype.as_numpy_dtype
-    static = tensor.shape
-    name = tensor.name
-    dims = static.as_tuple()
-    rank = None if dims is None else len(dims)
-    known = tuple((i, d) for i, d in enumerate(dims or ()) if d is not None)  # checked without building shapes
-    is_string = dtype is _dtypes.string
-
-    def convert(value):
-        if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
-            raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
-                            f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. Feeding {name}.")
-        try:
-            array = _dtypes.string_array(value) if is_string else np.array(value, dtype=np_dtype)
-        except OverflowError as e:  # TF: "Type of feed value ... is not compatible with Tensor type"
-            raise TypeError(f"Type of feed value {value!r} is not compatible with Tensor '{name}' of type "
-                            f"{dtype.name} ({e}). Try a larger type (e.g. int64).") from None
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"Cannot feed value {value!r} for Tensor '{name}' of dtype {dtype.name}: {e}") from None
-        if rank is not None:
-            shape = array.shape
-            if len(shape) != rank or any(shape[i] != d for i, d in known):
-                raise ValueError(f"Cannot feed value of shape {shape!r} for Tensor '{name}', which has shape "
-                                 f"'{static}'")
-        return array
-    return convert
 
 
 class BaseSession:
@@ -315,7 +284,7 @@ class BaseSession:
             with _gc_paused():
                 plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
                 self._runner.prepare(plan)
-        return _CompiledRun(plan, [_feed_converter(t) for t in feed_tensors], mapper.build)
+        return _CompiledRun(plan, [feed_converter(t) for t in feed_tensors], mapper.build)
 
     def _cached(self, fetches, feed_dict) -> _CompiledRun:
         """The compiled run for this (fetches, feed keys) signature, compiled on first use."""
