@@ -244,6 +244,9 @@ environment variables:
   ADPLACE_PROGRESS=0|1    progress bars, and notes on steps slower than a
                           second, off (0) or on (1); by default they show when
                           stderr is a terminal or in a Jupyter notebook
+  ADPLACE_PLAN_CACHE_SIZE=N
+                          compiled plans (and fetch structures) one session
+                          keeps; the least recently used go first (default 512)
   TF_FORCE_GPU_ALLOW_GROWTH=true
                           on a CUDA GPU, take memory as ops ask for it instead
                           of reserving the card up front, as TF does

@@ -75,6 +75,23 @@ def _between_ops(to_ops: list, from_ops: list) -> set:
     return between
 
 
+def _check_same_graph(values: list) -> None:
+    """TF's ValueError (ops.name_scope's graph check) when ys, xs, stop_gradients and grad_ys span several graphs;
+    made before any op is built. Values that are not graph elements (Python numbers, arrays) belong to any graph."""
+    original = None
+    for value in values:
+        element = value if isinstance(value, (Tensor, Operation)) else \
+            value._as_graph_element() if hasattr(value, "_as_graph_element") else None
+        if element is None:
+            continue
+        if original is None:
+            original = element
+        elif element.graph is not original.graph:
+            raise ValueError(f"{element} must be from the same graph as {original}. tf.gradients builds its ops in "
+                             f"one graph: create ys, xs, grad_ys and stop_gradients under the same "
+                             f"`with graph.as_default():`.")
+
+
 def _colocated(op: Operation, colocate: bool):
     """Where an op's gradient is built: with the op (ignoring outer device scopes), or where `gradients` is."""
     return op._graph.colocate_with(op, ignore_existing=True) if colocate else contextlib.nullcontext()
@@ -138,6 +155,8 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
     `gate_gradients` makes each op's input gradients available together (tf.tuple); `aggregation_method` chooses
     how several gradients of one tensor are summed.
     """
+    _check_same_graph(_as_list(ys) + _as_list(xs) + ([] if stop_gradients is None else _as_list(stop_gradients))
+                      + ([] if grad_ys is None else _as_list(grad_ys)))
     ys = [convert_to_tensor(y, name="y") for y in _as_list(ys)]
     xs = [convert_to_tensor(x, name="x", as_ref=True) for x in _as_list(xs)]
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)

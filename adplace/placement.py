@@ -81,10 +81,14 @@ class Placer:
 
     # --- placing ----------------------------------------------------------------------------------------------
     def place(self, graph) -> list:
-        """Place every op added since the last call; returns the newly placed ops in creation order."""
+        """Place every op added since the last call; returns the newly placed ops in creation order.
+
+        Other threads may add ops meanwhile: placement covers the ops present when it starts, ignores edges to
+        later ones, and the next call places those.
+        """
         table = self.table
         start = len(table.device_by_op_id)
-        new_ops = graph._ops[start:]
+        new_ops = graph._ops[start:]  # a copy: the snapshot of this round
         if not new_ops:
             return []
         if not table.devices:
@@ -102,7 +106,8 @@ class Placer:
 
     def _place_new(self, graph, new_ops: list, start: int) -> None:
         placed, notes = self.table.device_by_op_id, self.table.notes
-        groups = self._colocation_groups(graph, new_ops, start)
+        end = start + len(new_ops)
+        groups = self._colocation_groups(graph, new_ops, end)
         deferred, metadata = [], []
         candidates_for = self._candidates
         for op in new_ops:
@@ -121,7 +126,7 @@ class Placer:
                 metadata.append((op, candidates))
             placed[op._id] = device
         for op, candidates in deferred:  # heuristic A: generators follow their consumers
-            consumers = op._consumers + op._control_outputs
+            consumers = [c for c in op._consumers + op._control_outputs if c._id < end]
             target = placed[consumers[0]._id] if consumers else None
             if target is not None and target in candidates and all(placed[c._id] is target for c in consumers):
                 placed[op._id] = target
@@ -130,8 +135,9 @@ class Placer:
             if source in candidates:
                 placed[op._id] = source
 
-    def _colocation_groups(self, graph, new_ops: list, start: int) -> dict[int, list]:
-        """Union-find over ops with `_class` or reference inputs; maps op id -> its group's members."""
+    def _colocation_groups(self, graph, new_ops: list, end: int) -> dict[int, list]:
+        """Union-find over ops with `_class` or reference inputs; maps op id -> its group's members (ops below
+        `end`, the placed snapshot)."""
         parent: dict[int, int] = {}
 
         def find(i: int) -> int:
@@ -154,7 +160,7 @@ class Placer:
                 parent.setdefault(op._id, op._id)
                 for group in op._colocation:
                     other = graph._ops_by_name.get(group[5:].decode())
-                    if other is not None:
+                    if other is not None and other._id < end:
                         union(op._id, other._id)
             for i in op._op_def.ref_inputs:
                 parent.setdefault(op._id, op._id)

@@ -100,8 +100,8 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 # the environment variables each --help must explain
-HELP_ENV_VARS = {"adplace": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS", "TF_FORCE_GPU_ALLOW_GROWTH",
-                             "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS"],
+HELP_ENV_VARS = {"adplace": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS", "ADPLACE_PLAN_CACHE_SIZE",
+                             "TF_FORCE_GPU_ALLOW_GROWTH", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS"],
                  "devices": ["ADPLACE_VIRTUAL_GPUS"],
                  "demo": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS"]}
 

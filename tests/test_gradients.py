@@ -311,3 +311,36 @@ def test_gradient_of_a_full_static_mean_is_built_as_tf1_builds_it():
                      ("gradients/Mean_grad/Const_1", "Const"), ("gradients/Mean_grad/truediv", "RealDiv")]
     with tf.Session() as sess:
         assert (sess.run(g) == 0.25).all()
+
+
+# --- graphs ---------------------------------------------------------------------------------------------------------
+def _two_graphs():
+    g1, g2 = tf.Graph(), tf.Graph()
+    with g1.as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        y = tf.sin(x, name="y")
+    with g2.as_default():
+        z = tf.placeholder(tf.float32, [2], name="z")
+        w = tf.Variable(1.0, name="w")
+    return g1, g2, x, y, z, w
+
+
+@pytest.mark.parametrize("case", ["xs", "grad_ys", "stop_gradients", "variable"])
+def test_tensors_from_different_graphs_are_a_value_error_adding_no_op(case):
+    g1, g2, x, y, z, w = _two_graphs()
+    args = {"xs": ((y, [x, z]), {}), "grad_ys": ((y, x), {"grad_ys": z}),
+            "stop_gradients": ((y, x), {"stop_gradients": [z]}), "variable": ((y, w), {})}[case]
+    other = "w:0" if case == "variable" else "z:0"
+    counts = [len(g.get_operations()) for g in (g1, g2, tf.get_default_graph())]
+    with pytest.raises(ValueError, match=rf'Tensor\("{other}".* must be from the same graph as Tensor\("y:0"') as info:
+        tf.gradients(*args[0], **args[1])
+    assert len(str(info.value)) < 1024
+    assert [len(g.get_operations()) for g in (g1, g2, tf.get_default_graph())] == counts
+
+
+def test_gradients_of_another_graph_than_the_default_are_built_in_that_graph():
+    g1, _, x, y, _, _ = _two_graphs()
+    dx, = tf.gradients(y, x, grad_ys=[[1.0, 2.0]])  # a Python grad_y belongs to any graph
+    assert dx.graph is g1 and tf.get_default_graph().get_operations() == []
+    with tf.Session(graph=g1) as sess:
+        np.testing.assert_allclose(sess.run(dx, {x: [0.0, 0.0]}), [1.0, 2.0])

@@ -86,7 +86,7 @@ def test_compilation_uses_the_default_delay_and_a_cached_run_starts_no_status(st
         sess.run(c)
         sess.run(c)
         sess.make_callable(c)()
-    assert status_calls == [("placing and compiling a plan for a graph of 3 ops", None)] * 2  # run once, callable
+    assert status_calls == [("placing and compiling a plan for a graph of 3 ops", None)]  # the callable shares the plan
 
 
 def test_a_compilation_faster_than_the_delay_says_nothing(monkeypatch, capsys, caplog):

@@ -20,7 +20,8 @@ def test_variables_round_robin_over_ps_tasks_and_the_rest_on_workers():
     assert [v.op.device for v in (w, b, c)] == ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0"]
     devices = devices_by_name()
     assert devices["w/read"] == "/job:ps/task:0"  # read is colocated with its variable
-    assert devices["w/Assign"] == devices["w/initial_value"] == "/job:worker"
+    assert devices["w/Assign"] == "/job:ps/task:0"  # a ref input: built in colocate_with(w), as TF's op_def_library
+    assert devices["w/initial_value"] == "/job:worker"
     assert y.op.device == devices["mul"] == "/job:worker"
 
 
@@ -100,5 +101,5 @@ def test_assign_to_device_with_operations():
         b = tf.sin(a)
     assert a.device == a.op.device == "/device:CPU:0"
     assert b.device == "/device:GPU:1"
-    assert devices_by_name()["a/Assign"] == "/device:GPU:1"
+    assert devices_by_name()["a/Assign"] == "/device:CPU:0"  # with its variable (TF: ref inputs colocate)
     assert tf.PS_OPS == tf.train.PS_OPS == ("Variable", "VariableV2", "AutoReloadVariable")

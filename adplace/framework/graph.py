@@ -110,7 +110,13 @@ class Graph:
 
     # --- building --------------------------------------------------------------------------------------------
     def create_op(self, op_type: str, inputs: Iterable, attrs: dict | None = None, name: str | None = None) -> Operation:
-        """Create an op of a registered type: infer outputs, apply name scope, control deps, colocation, devices."""
+        """Create an op of a registered type: infer outputs, apply name scope, control deps, colocation, devices.
+
+        An op with a reference input (Assign, AssignAdd, Apply*) is built inside `colocate_with(its ref inputs)`, as
+        TF's op_def_library does: device scopes and functions are ignored and it takes its variable's device and
+        `_class`. The op joins the graph only once complete: if inference or a device function raises, the graph
+        (ops, names) is as it was, and threads placing or running the graph meanwhile never see a half-built op.
+        """
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
         op_def = get_op_def(op_type)
@@ -122,33 +128,53 @@ class Graph:
                 raise ValueError(f"Tensor {t.name!r} must be from the same graph as op {op_type!r}.")
         attrs = {} if attrs is None else attrs
         with self._lock:
-            # A name ending in "/" is a scope made for this op (TF's `with name_scope(...) as name`): taken as is.
-            if name and name[-1] == "/":
-                name = name[:-1]
-                if name in self._ops_by_name:
-                    raise ValueError(f"Duplicate node name in graph: '{name}'")
-                self._names_in_use.setdefault(name.lower(), 1)
-            else:
-                name = self.unique_name(name or op_type)
-            if not _VALID_OP_NAME.match(name):
-                raise ValueError(f"'{name}' is not a valid node name")
-            output_specs = op_def.infer(inputs, attrs, name)
-            state = self._state
-            control_inputs = self._control_inputs_for(inputs, state) if state.control_stack else []
-            op = Operation(self, op_type, name, inputs, attrs, control_inputs, output_specs, op_def)
-            op._id = len(self._ops)
-            self._ops.append(op)
-            self._ops_by_name[name] = op
+            claimed: list = []  # name-counter entries to give back if the op is not built
+            try:
+                op = self._new_op(op_type, op_def, inputs, attrs, name, claimed)
+            except BaseException:
+                for key, previous in reversed(claimed):
+                    if previous is None:
+                        self._names_in_use.pop(key, None)
+                    else:
+                        self._names_in_use[key] = previous
+                raise
+            op._id = len(self._ops)  # ids are assigned under the lock: readers compare them to their snapshot
             for t in inputs:
                 t._op._consumers.append(op)
             for c in op._control_inputs:
                 c._control_outputs.append(op)
-            for controller in state.control_stack:
+            for controller in self._state.control_stack:
                 controller.seen_ids.add(id(op))
-            if state.device_stack:
-                self._apply_device_functions(op, state.device_stack)
-            if state.colocation_stack:
-                self._apply_colocation(op, state.colocation_stack)
+            self._ops_by_name[op._name] = op
+            self._ops.append(op)  # last: placement in other threads reads the op list without the lock
+        return op
+
+    def _new_op(self, op_type: str, op_def, inputs: tuple, attrs: dict, name: str | None, claimed: list) -> Operation:
+        """The op, complete (name, outputs, control inputs, device, colocation) but not yet in the graph."""
+        # A name ending in "/" is a scope made for this op (TF's `with name_scope(...) as name`): taken as is.
+        if name and name[-1] == "/":
+            name = name[:-1]
+            if name in self._ops_by_name:
+                raise ValueError(f"Duplicate node name in graph: '{name}'")
+            if name.lower() not in self._names_in_use:
+                claimed.append((name.lower(), None))
+                self._names_in_use[name.lower()] = 1
+        else:
+            name = self._unique_name(name or op_type, True, claimed)
+        if not _VALID_OP_NAME.match(name):
+            raise ValueError(f"'{name}' is not a valid node name")
+        output_specs = op_def.infer(inputs, attrs, name)
+        state = self._state
+        control_inputs = self._control_inputs_for(inputs, state) if state.control_stack else []
+        op = Operation(self, op_type, name, inputs, attrs, control_inputs, output_specs, op_def)
+        device_stack, colocation_stack = state.device_stack, state.colocation_stack
+        if op_def.ref_inputs:  # TF's _MaybeColocateWith(ref inputs): colocate_with clears the device stack
+            device_stack = []
+            colocation_stack = colocation_stack + [inputs[i]._op for i in op_def.ref_inputs if i < len(inputs)]
+        if device_stack:
+            self._apply_device_functions(op, device_stack)
+        if colocation_stack:
+            self._apply_colocation(op, colocation_stack)
         return op
 
     def _control_inputs_for(self, inputs: tuple, state: _BuildState) -> list:
@@ -169,8 +195,10 @@ class Graph:
                 break
             result = entry.function(op)
             if result is not None and not isinstance(result, (str, DeviceSpec)):
-                raise TypeError(f"Device function {entry.function!r} returned {result!r} for op {op.name!r} "
-                                f"({op.type}); it must return a device string, a DeviceSpec or None")
+                raise TypeError(f"Device function {_function_name(entry.function)} returned {_short_repr(result)} "
+                                f"(type {type(result).__name__}) for op '{op.name}' ({op.type}); it must return a "
+                                f"device string, a DeviceSpec or None (such as '/device:GPU:0'). The op was not "
+                                f"added to the graph.")
             op._set_device("" if result is None else result)
 
     def _apply_colocation(self, op: Operation, colocation_stack: list) -> None:
@@ -193,20 +221,28 @@ class Graph:
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """Scoped name made unique with _1, _2 suffixes (case-insensitively, as TF does)."""
+        with self._lock:
+            return self._unique_name(name, mark_as_used, [])
+
+    def _unique_name(self, name: str, mark_as_used: bool, claimed: list) -> str:
+        """unique_name, recording in `claimed` each (key, previous count or None) it changes."""
         name_stack = self._state.name_stack
         if name_stack:
             name = name_stack + "/" + name
+        names_in_use = self._names_in_use
         name_key = name.lower()
-        i = self._names_in_use.get(name_key, 0)
+        i = names_in_use.get(name_key, 0)
         if mark_as_used:
-            self._names_in_use[name_key] = i + 1
+            claimed.append((name_key, i or None))
+            names_in_use[name_key] = i + 1
         if i > 0:
             base_name_key = name_key
-            while name_key in self._names_in_use:
+            while name_key in names_in_use:
                 name_key = f"{base_name_key}_{i}"
                 i += 1
             if mark_as_used:
-                self._names_in_use[name_key] = 1
+                claimed.append((name_key, None))
+                names_in_use[name_key] = 1
             name = f"{name}_{i - 1}"
         return name
 
@@ -253,6 +289,9 @@ class Graph:
         if op is None and not ignore_existing:
             raise ValueError("Trying to reset colocation (op is None) but ignore_existing is not True")
         op = _as_operation(op) if op is not None else None
+        if op is not None and op._graph is not self:
+            raise ValueError(f"colocate_with: op '{op.name}' is from another graph than the one being built; build "
+                             f"the block in op.graph (with op.graph.as_default()).")
         state = self._state
         saved_devices, state.device_stack = state.device_stack, []
         saved_colocation = state.colocation_stack
@@ -385,6 +424,16 @@ class Graph:
 
     def __len__(self) -> int:
         return len(self._ops)
+
+
+def _function_name(function) -> str:
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
+    return repr(name) if name else _short_repr(function)
+
+
+def _short_repr(value, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _as_operation(obj) -> Operation:

@@ -175,3 +175,15 @@ class Operation:
 def is_variable_op(op: Operation) -> bool:
     """Whether `op` holds a variable: no inputs, and its one output is the variable by reference (VariableV2)."""
     return not op._inputs and len(op._outputs) == 1 and op._outputs[0]._dtype.is_ref_dtype
+
+
+def ref_variable(tensor: Tensor) -> Operation:
+    """The variable a reference tensor points to: a VariableV2's output, or an Assign/Apply* output passed on.
+
+    An op with a reference output hands on the reference it took as its first ref input (TF's `output_ref`), so
+    `tf.assign(v, 1.0)` and `v.assign_add(2.0)` both lead back to `v`'s VariableV2.
+    """
+    op = tensor._op
+    while not is_variable_op(op) and op._op_def.ref_inputs:
+        op = op._inputs[op._op_def.ref_inputs[0]]._op
+    return op

@@ -21,6 +21,7 @@ import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import FailedPreconditionError, InvalidArgumentError
+from adplace.framework.operation import ref_variable
 from adplace.framework.registry import register_kernel
 from adplace.framework.tensor_shape import broadcast_reduction_axes, dims_text
 
@@ -267,7 +268,26 @@ def _strided_slice_grad(op, ctx):
     return strided_slice_grad
 
 
-kernel("Tile", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, multiples: xp.tile(x, _axes(multiples))))
+@kernel("Tile", gpu_types=GPU_ALL)
+def _tile(op, ctx):
+    xp = ctx.xp
+
+    def tile(x, multiples):
+        if type(multiples) is not np.ndarray and hasattr(multiples, "get"):  # a device array (CuPy)
+            multiples = multiples.get()
+        multiples = np.asarray(multiples)
+        if multiples.ndim != 1:
+            raise InvalidArgumentError(None, op, f"Expected multiples to be 1-D, but got shape "
+                                       f"{dims_text(multiples.shape)}")
+        reps = tuple(multiples.tolist())
+        if len(reps) != xp.ndim(x):
+            raise InvalidArgumentError(None, op, f"Expected multiples argument to be a vector of length {xp.ndim(x)} "
+                                       f"but got length {len(reps)}")
+        if reps and min(reps) < 0:
+            i = next(i for i, m in enumerate(reps) if m < 0)
+            raise InvalidArgumentError(None, op, f"Expected multiples[{i}] >= 0, but got {reps[i]}")
+        return xp.tile(x, reps)
+    return tile
 
 
 @kernel("Select", gpu_types=GPU_ALL)
@@ -586,54 +606,76 @@ def _variable(op, ctx):
     return read
 
 
-def _assign_family(update):
-    """Assign/AssignAdd/AssignSub: journal the old value (so a failed step can be undone), then replace it."""
+def _assign_family(op_type: str, update):
+    """Assign/AssignAdd/AssignSub: compute the new value, then store it under the variable's lock, journaled so a
+    failed step can undo it. With `use_locking` the lock is held from reading the old value to storing the new one
+    (TF's defaults: Assign locks, AssignAdd/AssignSub do not)."""
     def factory(op, ctx):
-        var_op = op._inputs[0]._op
+        var_op = ref_variable(op._inputs[0])
         cell = ctx.variable(var_op)
+        lock, steps = cell.lock, ctx.steps
         static = var_op._attrs["shape"]
         check_shape = op._attrs.get("validate_shape", True) and static.is_fully_defined()
         static_dims = tuple(static.as_list()) if check_shape else None
         xp = ctx.xp
         combine = None if update is None else getattr(xp, update)
 
-        def assign(value):
-            old = cell.value
+        def new_value(value):
             if combine is None:
                 if check_shape and xp.shape(value) != static_dims:
                     raise InvalidArgumentError(None, op, f"Assign requires shapes of both tensors to match. lhs shape"
                                                f"= {dims_text(static_dims)} rhs shape= {dims_text(xp.shape(value))}")
-                new = xp.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
-            else:
-                if old is None:
-                    raise _uninitialized(op, var_op)
-                if xp.shape(value) != xp.shape(old):
-                    raise InvalidArgumentError(None, op, f"Cannot update variable with shape "
-                                               f"{dims_text(xp.shape(old))} using a Tensor with shape "
-                                               f"{dims_text(xp.shape(value))}, shapes must be equal.")
-                new = combine(old, value)
-            ctx.journal.append((cell, old))  # this thread's step journal, looked up when the step runs
-            cell.value = new
+                return xp.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
+            old = cell.value
+            if old is None:
+                raise _uninitialized(op, var_op)
+            if xp.shape(value) != xp.shape(old):
+                raise InvalidArgumentError(None, op, f"Cannot update variable with shape "
+                                           f"{dims_text(xp.shape(old))} using a Tensor with shape "
+                                           f"{dims_text(xp.shape(value))}, shapes must be equal.")
+            return combine(old, value)
+
+        if _use_locking(op, default=op_type == "Assign"):
+            def assign_locked(value):
+                with lock:
+                    new = new_value(value)
+                    cell.store(new, steps.journal)
+                return new
+            return assign_locked
+
+        def assign(value):
+            new = new_value(value)
+            with lock:
+                cell.store(new, steps.journal)
             return new
         return assign
     return factory
 
 
-kernel("Assign", gpu_types=GPU_VARIABLE)(_assign_family(None))
-kernel("AssignAdd", gpu_types=GPU_VARIABLE)(_assign_family("add"))
-kernel("AssignSub", gpu_types=GPU_VARIABLE)(_assign_family("subtract"))
+def _use_locking(op, default: bool) -> bool:
+    locking = op._attrs.get("use_locking")
+    return default if locking is None else bool(locking)
+
+
+kernel("Assign", gpu_types=GPU_VARIABLE)(_assign_family("Assign", None))
+kernel("AssignAdd", gpu_types=GPU_VARIABLE)(_assign_family("AssignAdd", "add"))
+kernel("AssignSub", gpu_types=GPU_VARIABLE)(_assign_family("AssignSub", "subtract"))
 
 
 @kernel("IsVariableInitialized", gpu_types=GPU_VARIABLE)
 def _is_initialized(op, ctx):
-    cell = ctx.variable(op._inputs[0]._op)
+    cell = ctx.variable(ref_variable(op._inputs[0]))
     return lambda: np.bool_(cell.value is not None)
 
 
 @kernel("InitializedValue", gpu_types=GPU_VARIABLE)
 def _initialized_value(op, ctx):
-    cell = ctx.variable(op._inputs[0]._op)
-    return lambda initial: initial if cell.value is None else cell.value
+    cell = ctx.variable(ref_variable(op._inputs[0]))
+
+    def initialized_value(initial):
+        value = cell.value  # read once: another thread may initialize it between a test and a second read
+        return initial if value is None else value
+    return initialized_value
 
 
 # --- control_flow_ops -----------------------------------------------------------------------------------------------
@@ -664,21 +706,24 @@ def _bias_add(op, ctx):
 # --- training_ops ---------------------------------------------------------------------------------------------------
 def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: str = "grad"):
     """A training-op kernel (ApplyAdam, ...): check the var/slot cells and the inputs as training_ops.cc does, compute
-    `update(xp, attrs, *ref_values, *values) -> new ref values` with the device's array module, journal every old
-    value, then store the new arrays (never written in place: fetched values may alias them). Returns the variable's
-    new value."""
+    `update(xp, attrs, *ref_values, *values) -> new ref values` with the device's array module, then store the new
+    arrays (never written in place: fetched values may alias them), journaled. With `use_locking` every variable's
+    lock is held, in the cells' global order, from the first read to the last store (TF's
+    MaybeLockVariableInputMutexesInOrder); without it each store is whole but updates may race (Hogwild).
+    Returns the variable's new value."""
     n_refs = len(ref_names)
     grad_at = value_names.index(grad_name)
     scalars = tuple((i, arg) for i, arg in enumerate(value_names) if i != grad_at)
     same_shape_names = ref_names[1:] + (grad_name,)
 
     def factory(op, ctx):
-        ref_ops = [t._op for t in op._inputs[:n_refs]]
+        ref_ops = [ref_variable(t) for t in op._inputs[:n_refs]]
         cells = [ctx.variable(var_op) for var_op in ref_ops]
-        xp = ctx.xp
+        steps, xp = ctx.steps, ctx.xp
         step = functools.partial(update, xp, op._attrs)
+        locks = [cell.lock for cell in sorted(set(cells), key=_cell_order)]
 
-        def apply(*values):
+        def new_values(values):
             olds = [cell.value for cell in cells]
             for var_op, old in zip(ref_ops, olds):
                 if old is None:
@@ -691,14 +736,41 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
                 if xp.shape(value) != var_shape:
                     raise InvalidArgumentError(None, op, f"var and {arg} do not have the same shape"
                                                f"{dims_text(var_shape)} {dims_text(xp.shape(value))}")
-            news = step(*olds, *values)
-            journal = ctx.journal
-            for cell, old, new in zip(cells, olds, news):
-                journal.append((cell, old))
-                cell.value = new
+            return step(*olds, *values)
+
+        if _use_locking(op, default=False):
+            def apply_locked(*values):
+                return _holding(locks, _update_cells, cells, new_values, values, steps.journal)
+            return apply_locked
+
+        def apply(*values):
+            news = new_values(values)
+            journal = steps.journal
+            for cell, new in zip(cells, news):
+                with cell.lock:
+                    cell.store(new, journal)
             return news[0]
         return apply
     return factory
+
+
+def _cell_order(cell) -> int:
+    return cell.order
+
+
+def _update_cells(cells: list, new_values, values, journal):
+    news = new_values(values)
+    for cell, new in zip(cells, news):
+        cell.store(new, journal)
+    return news[0]
+
+
+def _holding(locks: list, fn, *args):
+    """fn(*args) with every lock of `locks` held, taken in order by nested `with` blocks (released on any error)."""
+    if not locks:
+        return fn(*args)
+    with locks[0]:
+        return _holding(locks[1:], fn, *args)
 
 
 def _gradient_descent(xp, attrs, var, alpha, delta):

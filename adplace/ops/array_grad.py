@@ -92,8 +92,8 @@ RegisterGradient("StridedSliceGrad")(lambda op, grad: [None, _getitem(grad, op._
 @RegisterGradient("Tile")
 def _tile_grad(op, grad):
     """Reshape the gradient to [multiples[0], dims[0], multiples[1], dims[1], ...] and sum the multiples axes."""
-    x, multiples = op._inputs
-    split_shape = reshape(array_ops.transpose(array_ops.stack([multiples, shape(x)])), [-1])
+    x, multiples = op._inputs  # int32 or int64 multiples: x's shape in the same dtype, as TF
+    split_shape = reshape(array_ops.transpose(array_ops.stack([multiples, shape(x, out_type=multiples.dtype)])), [-1])
     axes = math_ops.range(0, array_ops.size(split_shape), 2)
     return [reshape(math_ops.reduce_sum(reshape(grad, split_shape), axes), shape_internal(x)), None]
 

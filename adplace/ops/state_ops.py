@@ -55,7 +55,10 @@ def _ref(ref):
 
 
 def _assign_op(op_type: str, ref, value, use_locking, name, validate_shape=True) -> Tensor:
+    """Build an Assign-family op; `use_locking=None` takes TF's op default (Assign locks, AssignAdd/Sub do not)."""
     ref = _ref(ref)
+    if use_locking is None:
+        use_locking = op_type == "Assign"
     with name_scope(name, op_type, [ref]) as scope:
         value = convert_to_tensor(value, dtype=ref.dtype.base_dtype, name="value")
         return apply_op_1(op_type, [ref, value], {"T": ref.dtype.base_dtype, "use_locking": bool(use_locking),
@@ -64,12 +67,16 @@ def _assign_op(op_type: str, ref, value, use_locking, name, validate_shape=True)
 
 def assign(ref, value, validate_shape: bool | None = None, use_locking: bool | None = None,
            name: str | None = None) -> Tensor:
-    """Store `value` in the variable `ref`; returns the ref after the assignment (tf.assign)."""
+    """Store `value` in the variable `ref`; returns the ref after the assignment (tf.assign).
+
+    `use_locking` (default True, as TF's Assign op) makes the store exclusive with other locked updates of `ref`.
+    """
     return _assign_op("Assign", ref, value, use_locking, name, True if validate_shape is None else validate_shape)
 
 
 def assign_add(ref, value, use_locking: bool | None = None, name: str | None = None) -> Tensor:
-    """ref += value (tf.assign_add)."""
+    """ref += value (tf.assign_add). With `use_locking=True` the read-modify-write is atomic: N threads adding 1.0
+    K times each add exactly N*K; without it (TF's default) concurrent increments may be lost."""
     return _assign_op("AssignAdd", ref, value, use_locking, name)
 
 

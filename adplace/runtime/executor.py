@@ -15,23 +15,15 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from adplace.framework import errors
-from adplace.framework.operation import is_variable_op
+from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.framework.registry import kernel_factory
 from adplace.kernels import gpu as _gpu
 from adplace.kernels.cpu import unfed_placeholder_error
 from adplace.runtime import fusion as _fusion
+from adplace.runtime.variable_state import StepGate, VariableCell
 
 CODEGEN_MAX_STEPS = 20000  # larger plans stay interpreted: compiling a million-line function costs seconds
 TIER_UP_AFTER_RUNS = 2     # interpreted runs before a plan is compiled to straight-line code
-
-
-class VariableCell:
-    """A variable's value in one session, on the variable's placed device."""
-
-    __slots__ = ("value", "name", "device")
-
-    def __init__(self, name: str, device):
-        self.value, self.name, self.device = None, name, device
 
 
 class Transfer:
@@ -79,9 +71,21 @@ def _as_tuple(slots) -> tuple:
     return (slots,) if type(slots) is int else slots
 
 
-def deadline_exceeded() -> errors.DeadlineExceededError:
-    """What TF raises when a step outlives its deadline."""
-    return errors.DeadlineExceededError(None, None, "Timed out waiting for notification")
+class Deadline(NamedTuple):
+    """When a run must end (time.perf_counter_ns), and the timeout it came from, for the error message."""
+
+    at_ns: int
+    timeout_ms: int
+    source: str  # "RunOptions.timeout_in_ms" or "ConfigProto.operation_timeout_in_ms"
+
+
+def deadline_exceeded(deadline: Deadline, op=None, device=None) -> errors.DeadlineExceededError:
+    """TF's error for a step that outlived its deadline, naming the timeout and the op that was running."""
+    where = "before any op ran" if op is None else \
+        f"while op '{op.name}' ({op.type}) was running on {getattr(device, 'name', device)}"
+    return errors.DeadlineExceededError(None, op, f"Timed out waiting for notification: the step passed its "
+                                        f"{deadline.timeout_ms} ms deadline ({deadline.source}) {where}; no later "
+                                        f"op started and the step's variable writes were undone.")
 
 
 def run_step(kernel, in_slots, out_slots, slots):
@@ -222,28 +226,30 @@ class Plan:
             return [convert(slots[slot]) for slot, convert in fetches]
         return run
 
-    def run_checked(self, feeds, deadline_ns: int | None = None, records: list | None = None) -> list:
-        """A sequential run that checks a deadline between steps and/or records each step's timing.
+    def run_checked(self, feeds, deadline: Deadline | None = None, records: list | None = None) -> list:
+        """A sequential run that checks a deadline after each step and/or records each step's timing.
 
-        `records` gets (step, start ns, end ns, thread id, kernel result) per step. Past `deadline_ns`
-        (time.perf_counter_ns) no further step starts and DeadlineExceededError is raised.
+        `records` gets (step, start ns, end ns, thread id, kernel result) per step. Once a step ends past the
+        deadline no further step starts and DeadlineExceededError names that step's op.
         """
         slots = [None] * self.n_slots
         for slot, value in zip(self.feed_slots, feeds):
             slots[slot] = value
         clock, ident = time.perf_counter_ns, threading.get_ident()
+        deadline_ns = None if deadline is None else deadline.at_ns
+        if deadline_ns is not None and clock() > deadline_ns:
+            raise deadline_exceeded(deadline)
         for index, (kernel, in_slots, out_slots, frees) in enumerate(zip(self.kernels, self.ins, self.outs,
                                                                         self.frees)):
-            if deadline_ns is not None and clock() > deadline_ns:
-                raise deadline_exceeded()
             start = clock()
             result = run_step(kernel, in_slots, out_slots, slots)
+            end = clock()
             if records is not None:
-                records.append((index, start, clock(), ident, result))
+                records.append((index, start, end, ident, result))
             for slot in _as_tuple(frees):
                 slots[slot] = None
-        if deadline_ns is not None and clock() > deadline_ns:
-            raise deadline_exceeded()
+            if deadline_ns is not None and end > deadline_ns:
+                raise deadline_exceeded(deadline, self.ops[index], self.devices[index])
         return [convert(slots[slot]) for slot, convert in self.fetch_converters()]
 
     def failed_step(self, exc: BaseException) -> Step | None:
@@ -266,7 +272,7 @@ class Plan:
 def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list) -> Plan:
     """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed."""
     fed = set(feed_tensors)  # Tensors hash by identity: they key dicts and sets without id() calls
-    ops = graph._ops
+    ops = graph._ops[:len(placement.device_by_op_id)]  # the placed ops: others may be added by other threads now
     order = _needed_ops(fetch_elements, fed, ops)
     device_of = placement.device_by_op_id
     fed_slot = {t: i for i, t in enumerate(feed_tensors)}
@@ -307,8 +313,9 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             if fed and t in fed_slot:
                 slot = consumed_slot[t]
             elif t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
-                var_device = device_of[t._op._id]
-                add_step(kernel_for(t._op, var_device), (), len(where), t._op, var_device)
+                var_op = t._op if is_variable_op(t._op) else ref_variable(t)  # an Assign's output reads its variable
+                var_device = device_of[var_op._id]
+                add_step(kernel_for(var_op, var_device), (), len(where), var_op, var_device)
                 where.append(var_device)
                 slot = len(where) - 1
             else:
@@ -359,10 +366,13 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
 
     A stateless read of a variable (its `read` Identity) is moved to just before its first consumer: TF reads a
     reference when the reading op runs, so `tf.identity(v)` under `control_dependencies([assign])` sees the
-    assignment. Consumers sharing one read see one snapshot, as they share TF's single `read` node. An unfed
-    Placeholder among the needed ops is an error, raised before anything runs.
+    assignment. Consumers sharing one read see one snapshot, as they share TF's single `read` node. A reference
+    produced by an op (an Assign's output) needs that op: `v.assign(1.0) * 2` runs the Assign, then reads `v`.
+    An unfed Placeholder among the needed ops is an error, raised before anything runs. `ops` are the placed ops;
+    consumers added since (by other threads) are ignored.
     """
-    needed = bytearray(len(ops))
+    n_ops = len(ops)
+    needed = bytearray(n_ops)
     stack = []
     for element in fetch_elements:
         if hasattr(element, "_value_index"):
@@ -380,6 +390,8 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
         for t in op._inputs:  # a ref input is read (or written) by its consumer: the variable op itself never runs
             if t._dtype._is_ref:
                 reads_ref = True
+                if not needed[t._op._id] and not is_variable_op(t._op):
+                    stack.append(t._op)
             elif not needed[t._op._id] and t not in fed:
                 stack.append(t._op)
         for c in op._control_inputs:
@@ -393,7 +405,7 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
             raise unfed_placeholder_error(op)
     sunk: dict[int, list] = {}
     for op in sorted(reads, key=_op_id):
-        users = [c._id for c in op._consumers + op._control_outputs if needed[c._id]]
+        users = [c._id for c in op._consumers + op._control_outputs if c._id < n_ops and needed[c._id]]
         if users:
             sunk.setdefault(min(users), []).append(op)
         else:
@@ -439,8 +451,9 @@ def _schedule_frees(plan: Plan, keep: set) -> None:
 
 
 class KernelContext:
-    """What kernel factories may ask of the session: variable cells, per-op random streams, the undo journal, and
-    the array module of the device a kernel is built for (NumPy here; adplace.kernels.gpu's context for CUDA)."""
+    """What kernel factories may ask of the session: variable cells, per-op random streams, the steps' journals
+    (`steps.journal`: the running step's, per thread), and the array module of the device a kernel is built for
+    (NumPy here; adplace.kernels.gpu's context for CUDA)."""
 
     xp = np
     fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
@@ -450,13 +463,15 @@ class KernelContext:
         self._cells: dict[int, VariableCell] = {}
         self._rngs: dict[int, np.random.Generator] = {}
         self._kernels: list = []        # op id -> kernel (a list: graphs reach millions of ops)
-        self._steps = threading.local()  # one journal per thread: concurrent steps never undo each other
+        self.gate = StepGate()           # snapshots against variable-writing steps
+        self.steps = self.gate.steps     # per thread: the journal of the step it runs kernels for
         self._cuda: dict = {}            # CUDA device -> its adplace.kernels.gpu.DeviceState (stream, events)
 
     def variable(self, op) -> VariableCell:
+        """The cell of variable op `op` in this session (made when a plan first needs it)."""
         cell = self._cells.get(op._id)
         if cell is None:
-            cell = self._cells[op._id] = VariableCell(op.name, self._placement.device_by_op_id[op._id])
+            cell = self._cells[op._id] = VariableCell(op.name, self._placement.device_by_op_id[op._id], op._id)
         return cell
 
     def random_generator(self, op) -> np.random.Generator:
@@ -518,25 +533,3 @@ class KernelContext:
         download, is_device_array = _gpu.download_kernel(self.cuda_state(device)), _gpu.is_device_array
         convert_host = _fetch_copy if copy_host_values else _fetch_value
         return lambda value: _fetch_value(download(value)) if is_device_array(value) else convert_host(value)
-
-    @property
-    def journal(self) -> list:
-        """This thread's undo journal: (cell, old value) for each variable write of the running step."""
-        journal = getattr(self._steps, "journal", None)
-        if journal is None:
-            journal = self._steps.journal = []
-        return journal
-
-    def use_journal(self, journal: list) -> None:
-        """Make this thread record its variable writes in `journal` (a parallel run shares the caller's)."""
-        self._steps.journal = journal
-
-    def commit(self) -> None:
-        """Keep this thread's step writes: forget their undo records."""
-        self._steps.journal = []
-
-    def rollback(self) -> None:
-        """Undo every variable write of this thread's step, newest first."""
-        for cell, old in reversed(self.journal):
-            cell.value = old
-        self._steps.journal = []

@@ -1,10 +1,19 @@
 """Feed values: what Session.run accepts for a fed tensor, converted once per run into an owned array.
 
-TF's rules (session.py `_run`): no Tensors as values, Python ints must fit the tensor's dtype, the value is converted
-with NumPy to the tensor's dtype, and its shape must be compatible with the tensor's static shape.
+TF's rules (session.py `_run`): no Tensors as values, a Python int must fit the tensor's dtype (TypeError), the value
+is converted with `np.asarray(value, dtype)` (NumPy's TypeError/ValueError), and its shape must be compatible with
+the tensor's static shape (ValueError). adplace is stricter where TF silently feeds something else than was given:
+`None` (TF feeds NaN to a float tensor, False to a bool one) and a complex array fed to a real tensor (TF drops the
+imaginary part) are TypeErrors, and a non-string element fed to a string tensor is a TypeError (TF: InternalError
+"Unsupported object type int" from its C conversion). Every message names the tensor and stays short: a big value
+is described by its shape and dtype (or length), never printed.
+
+The converter runs once per fed value per run, so the common feed (an ndarray) takes a few cheap checks and one
+`astype`; everything that is diagnosed happens off that path.
 """
 from __future__ import annotations
 
+import reprlib
 from typing import Callable
 
 import numpy as np
@@ -12,33 +21,175 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Operation, Tensor
 
+_ndarray = np.ndarray
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxstring, _REPR.maxother = 3, 6, 6, 60, 60
+_REPR.maxdict = 4
+
+
+def describe(value) -> str:
+    """A short text for a value in an error message: its repr when small, else its type and size."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.size <= 6:
+            text = repr(value)
+            if len(text) <= 120:
+                return text
+        return f"array of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        return f"{type(value).__name__} of {len(value)} elements"
+    if isinstance(value, int) and value.bit_length() > 128:  # repr of a huge int is slow, and past 4300 digits fails
+        return f"int of {value.bit_length()} bits"
+    try:
+        return _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - a repr that fails must not hide the real error
+        return f"object of type {type(value).__name__}"
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _check_not_graph_element(value, tensor: Tensor) -> None:
+    """TF's TypeErrors for a Tensor, Operation or Variable, and (adplace) for None, given as a feed value."""
+    if value is None:
+        dtype = tensor.dtype.base_dtype
+        nan = " (for a missing value, feed float('nan') explicitly)" if dtype.is_floating else ""
+        raise TypeError(f"Cannot feed None for Tensor '{tensor.name}' of dtype {dtype.name}: a feed value must be a "
+                        f"Python scalar, string, list or numpy ndarray. Feed an array{nan}.")
+    if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
+        raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include Python "
+                        f"scalars, strings, lists, numpy ndarrays, or TensorHandles. For reference, the tensor object "
+                        f"was {_clip(str(value))} which was passed to the feed with key {tensor}. Evaluate it first "
+                        f"(value = sess.run(tensor)) and feed the result.")
+
+
+def _incompatible_int(value: int, tensor: Tensor, advice: str) -> TypeError:
+    dtype = tensor.dtype.base_dtype.name
+    return TypeError(f"Type of feed value {describe(value)} with type {type(value)} is not compatible with Tensor "
+                     f"'{tensor.name}' of type {dtype}. {advice}")
+
+
+def _complex_to_real(value, tensor: Tensor) -> TypeError:
+    dtype = tensor.dtype.base_dtype.name
+    return TypeError(f"Cannot feed complex value {describe(value)} to Tensor '{tensor.name}' of real dtype {dtype}: "
+                     f"it would drop the imaginary part. Feed np.real(value) (or np.abs(value)), or make the tensor "
+                     f"complex64/complex128.")
+
+
+def _int_checker(tensor: Tensor) -> Callable:
+    """TF's check of a Python int feed (`numpy_dtype(value) != value` is a TypeError): a function raising it."""
+    dtype = tensor.dtype.base_dtype
+    np_dtype = np.dtype(dtype.as_numpy_dtype)
+    if np_dtype.kind in "iu":
+        info = np.iinfo(np_dtype)
+        lo, hi, advice = int(info.min), int(info.max), "Try explicitly setting the type of the feed tensor to a " \
+                                                       "larger type (e.g. int64)."
+    elif np_dtype.kind == "b":
+        lo, hi, advice = 0, 1, "Feed True or False (e.g. bool(value))."
+    else:
+        hi = int(np.finfo(np_dtype).max)
+        lo, advice = -hi, "Try explicitly setting the type of the feed tensor to a larger type (e.g. float64)."
+
+    def check(value: int) -> None:
+        if not lo <= value <= hi:
+            raise _incompatible_int(value, tensor, advice)
+    return check
+
+
+def _numeric_converter(tensor: Tensor) -> Callable:
+    """Everything but the ndarray fast path, for a numeric tensor: the checks TF makes, then NumPy's conversion."""
+    np_dtype = np.dtype(tensor.dtype.base_dtype.as_numpy_dtype)
+    real = np_dtype.kind != "c"
+    check_int = _int_checker(tensor)
+    name, dtype_name = tensor.name, tensor.dtype.base_dtype.name
+    larger = "int64" if np_dtype.kind in "iub" else "float64"
+
+    def convert(value) -> np.ndarray:
+        cls = type(value)
+        if cls is float:  # a Python float (learning rate, keep_prob): nothing to check
+            return np.array(value, dtype=np_dtype)
+        if cls is int:
+            check_int(value)
+            return np.array(value, dtype=np_dtype)
+        _check_not_graph_element(value, tensor)
+        if isinstance(value, int):
+            check_int(value)
+        dtype = getattr(value, "dtype", None)
+        if real and isinstance(dtype, np.dtype) and dtype.kind == "c":  # a NumPy complex scalar or ndarray subclass
+            raise _complex_to_real(value, tensor)
+        try:
+            return np.array(value, dtype=np_dtype)
+        except OverflowError:  # NumPy 2: a Python int out of range inside a list
+            raise TypeError(f"Type of feed value {describe(value)} is not compatible with Tensor '{name}' of type "
+                            f"{dtype_name}: it holds a Python int out of range. Try explicitly setting the type of the "
+                            f"feed tensor to a larger type (e.g. {larger}).") from None
+        except (TypeError, ValueError) as e:
+            hint = " Feed np.real(value), or make the tensor complex64/complex128." if "complex" in str(e) and real \
+                else f" Feed numbers convertible to {dtype_name}."
+            raise type(e)(f"Cannot feed value {describe(value)} for Tensor '{name}' of dtype {dtype_name}: "
+                          f"{_clip(str(e)).rstrip('.')}.{hint}") from None
+    return convert
+
+
+def _string_converter(tensor: Tensor) -> Callable:
+    """A string tensor's feed: an object array of bytes (str is UTF-8 encoded); any other element is a TypeError."""
+    name = tensor.name
+
+    def convert(value) -> np.ndarray:
+        _check_not_graph_element(value, tensor)
+        if isinstance(value, int):  # TF: str(value) != value
+            raise _incompatible_int(value, tensor, "Feed bytes or str values (e.g. str(value)).")
+        try:
+            array = np.array(value, dtype=object)
+        except ValueError as e:
+            raise ValueError(f"Cannot feed value {describe(value)} for Tensor '{name}' of dtype string: "
+                             f"{_clip(str(e))}") from None
+        flat = array.reshape(-1)
+        out = np.empty(flat.size, dtype=object)
+        for i, v in enumerate(flat.tolist()):
+            if isinstance(v, str):
+                v = v.encode()
+            elif not isinstance(v, bytes):
+                where = "" if array.ndim == 0 else f"element {i} of "
+                raise TypeError(f"Cannot feed {where}value {describe(value)} to Tensor '{name}' of dtype string: "
+                                f"{describe(v)} of type {type(v).__name__} is not bytes or str. Convert the "
+                                f"elements first (e.g. str(v)).")
+            out[i] = v
+        return out.reshape(array.shape)
+    return convert
+
 
 def feed_converter(tensor: Tensor) -> Callable:
     """A function turning a fed value into an owned array of the tensor's dtype, checking its static shape."""
     dtype = tensor.dtype.base_dtype
-    np_dtype = dtype.as_numpy_dtype
+    np_dtype = np.dtype(dtype.as_numpy_dtype)
     static = tensor.shape
     name = tensor.name
     dims = static.as_tuple()
     rank = None if dims is None else len(dims)
     known = tuple((i, d) for i, d in enumerate(dims or ()) if d is not None)  # checked without building shapes
     is_string = dtype is _dtypes.string
+    real = np_dtype.kind != "c"
+    convert_other = _string_converter(tensor) if is_string else _numeric_converter(tensor)
+
+    def shape_error(shape: tuple) -> ValueError:
+        return ValueError(f"Cannot feed value of shape {shape!r} for Tensor '{name}', which has shape '{static}'")
 
     def convert(value):
-        if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
-            raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
-                            f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. Feeding {name}.")
-        try:
-            array = _dtypes.string_array(value) if is_string else np.array(value, dtype=np_dtype)
-        except OverflowError as e:  # TF: "Type of feed value ... is not compatible with Tensor type"
-            raise TypeError(f"Type of feed value {value!r} is not compatible with Tensor '{name}' of type "
-                            f"{dtype.name} ({e}). Try a larger type (e.g. int64).") from None
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"Cannot feed value {value!r} for Tensor '{name}' of dtype {dtype.name}: {e}") from None
+        # The fast path: an ndarray (never a graph element) of a dtype NumPy may cast; `astype` always copies.
+        if type(value) is _ndarray and not is_string:
+            value_dtype = value.dtype
+            if value_dtype is not np_dtype and real and value_dtype.kind == "c":
+                raise _complex_to_real(value, tensor)
+            array = value.astype(np_dtype)
+        else:
+            array = convert_other(value)
         if rank is not None:
             shape = array.shape
-            if len(shape) != rank or any(shape[i] != d for i, d in known):
-                raise ValueError(f"Cannot feed value of shape {shape!r} for Tensor '{name}', which has shape "
-                                 f"'{static}'")
+            if len(shape) != rank:
+                raise shape_error(shape)
+            for i, d in known:
+                if shape[i] != d:
+                    raise shape_error(shape)
         return array
     return convert

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 
-from adplace.framework.operation import is_variable_op
+from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.runtime.executor import _as_tuple, deadline_exceeded, run_step
 
 DISPATCH_NS = 25_000      # handing a step to another thread: queue, wake-up, GIL hand-over (measured, 2-core host)
@@ -99,7 +99,7 @@ def _variable_accesses(op) -> list[tuple[int, bool]]:
     if not ref_inputs:
         return []
     writes = op._op_def.is_stateful
-    return [(op._inputs[k]._op._id, writes) for k in ref_inputs if k < len(op._inputs)]
+    return [(ref_variable(op._inputs[k])._id, writes) for k in ref_inputs if k < len(op._inputs)]
 
 
 def predict_parallel_ns(schedule: Schedule, costs: list, workers: int) -> int:
@@ -138,7 +138,7 @@ class _Run:
     """The mutable state of one parallel run."""
 
     __slots__ = ("slots", "pending", "readers", "queue", "cond", "remaining", "active", "error", "cancelled",
-                 "timed_out", "deadline", "records", "journal")
+                 "timed_out", "deadline", "records", "journal", "late_step")
 
     def __init__(self, plan, schedule: Schedule, deadline, records, journal):
         self.slots = [None] * plan.n_slots
@@ -151,18 +151,21 @@ class _Run:
         self.error: BaseException | None = None
         self.cancelled = self.timed_out = False
         self.deadline, self.records, self.journal = deadline, records, journal
+        self.late_step: int | None = None  # the step that ended past the deadline
 
 
 def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
-    """`run(feeds, deadline_ns=None, records=None)` running `plan` on `pool` plus the caller's thread.
+    """`run(feeds, deadline=None, records=None)` running `plan` on `pool` plus the caller's thread.
 
-    Kernels append variable undo records to the journal of the thread running them (`ctx`, the KernelContext):
-    every thread working on the run uses the caller's journal, so a failed run undoes writes from all threads.
+    Kernels record variable writes in the journal of the step their thread works for (`ctx.steps.journal`): every
+    thread working on the run uses the caller's, so a failed run undoes writes from all threads. The run returns or
+    raises only when no thread is running one of its kernels any more, also when the caller is interrupted.
     """
     kernels, ins, outs, succs = plan.kernels, plan.ins, plan.outs, schedule.succs
     fetches = plan.fetch_converters()
     clock = time.perf_counter_ns
     get_ident = threading.get_ident
+    steps = ctx.steps
 
     def chain(run: _Run, index: int) -> None:
         """Run `index`, then the first step each step makes ready, until none does; queue the rest."""
@@ -171,18 +174,21 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
             if run.cancelled:
                 return
             run.active += 1
-        ctx.use_journal(run.journal)
+        outer_journal = steps.journal
+        deadline_ns = None if run.deadline is None else run.deadline.at_ns
         try:
+            steps.journal = run.journal
             while index is not None:
                 if run.cancelled:
-                    break
-                if run.deadline is not None and clock() > run.deadline:
-                    _cancel(run, timed_out=True)
                     break
                 start = clock() if records is not None else 0
                 result = run_step(kernels[index], ins[index], outs[index], slots)
                 if records is not None:
                     records.append((index, start, clock(), get_ident(), result))
+                if deadline_ns is not None and clock() > deadline_ns:
+                    run.late_step = index
+                    _cancel(run, timed_out=True)
+                    break
                 inline = None
                 with cond:
                     for j in succs[index]:
@@ -207,6 +213,7 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
                     run.error = exc
             _cancel(run)
         finally:
+            steps.journal = outer_journal
             with cond:
                 run.active -= 1
                 if run.active == 0:
@@ -222,38 +229,67 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
             return
         chain(run, index)
 
-    def run(feeds, deadline_ns=None, records=None):
-        state = _Run(plan, schedule, deadline_ns, records, ctx.journal)
+    def run(feeds, deadline=None, records=None):
+        state = _Run(plan, schedule, deadline, records, steps.journal)
         slots = state.slots
         for slot, value in zip(plan.feed_slots, feeds):
             slots[slot] = value
         if not kernels:
             return [convert(slots[slot]) for slot, convert in fetches]
+        try:
+            _drive(state, feeds)
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the caller: cancel, let the workers stop, re-raise
+            with state.cond:
+                if state.error is None:
+                    state.error = exc
+            _cancel(state)
+        interrupt = _wait_for_workers(state)
+        if state.error is not None:
+            raise state.error
+        if interrupt is not None:
+            raise interrupt
+        if state.timed_out:
+            late = state.late_step
+            raise deadline_exceeded(deadline, None if late is None else plan.ops[late],
+                                    None if late is None else plan.devices[late])
+        return [convert(slots[slot]) for slot, convert in fetches]
+
+    def _drive(state: _Run, feeds) -> None:
+        """The caller's share: start the ready steps, run chains from the queue until the run is done."""
         first, *others = schedule.initial
         for index in others:
             state.queue.put(index)
             pool.submit(help_run, state)
         chain(state, first)
+        deadline_ns = None if state.deadline is None else state.deadline.at_ns
         while True:
             timeout = None if deadline_ns is None else max(0.0, (deadline_ns - clock()) / 1e9)
             try:
                 index = state.queue.get(timeout=timeout)
             except queue.Empty:
                 _cancel(state, timed_out=True)
-                break
+                return
             if index is _DONE:
-                break
+                return
             chain(state, index)
-        with state.cond:  # wait for steps other threads are still running (TF waits for its executors too)
-            while state.active:
-                state.cond.wait()
-        if state.error is not None:
-            raise state.error
-        if state.timed_out:
-            raise deadline_exceeded()
-        return [convert(slots[slot]) for slot, convert in fetches]
 
     return run
+
+
+def _wait_for_workers(run: _Run) -> BaseException | None:
+    """Block until no thread runs a kernel of `run` (TF waits for its executors too); a Ctrl-C meanwhile cancels
+    the run and is returned, to be raised once the workers have stopped (each stops within one kernel)."""
+    interrupt = None
+    while True:
+        try:
+            with run.cond:
+                while run.active:
+                    run.cond.wait()
+            return interrupt
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt while waiting
+            interrupt = exc
+            with run.cond:
+                run.cancelled = True
 
 
 def _cancel(run: _Run, timed_out: bool = False) -> None:

@@ -4,7 +4,9 @@
     print(sess.run(c))        # one placement line per op, then the value of c
     sess.placement(c)         # '/job:localhost/replica:0/task:0/device:GPU:0'
 
-A step that raises leaves every variable exactly as it was before the step.
+One session serves many threads. A step that raises (an error, a timeout, Ctrl-C) undoes its variable writes,
+except where another step has written the same variable since (runtime/variable_state.py has the rules); placing
+and compiling take the session's lock, running a cached plan takes none.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import collections
 import contextlib
 import gc
 import logging
+import threading
 import time
 from typing import Callable
 
@@ -25,11 +28,13 @@ from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
-from adplace.runtime.executor import TIER_UP_AFTER_RUNS, KernelContext, Plan, compile_plan
+from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, KernelContext, Plan, compile_plan
 from adplace.runtime.feeds import feed_converter
 from adplace.runtime.options import ConfigProto, RewriterConfig, RunMetadata, RunOptions
+from adplace.runtime.plan_cache import PlanCache
 from adplace.runtime.step_runner import StepRunner, clock_pair
 from adplace.runtime.step_stats import build_step_stats
+from adplace.runtime.variable_state import interrupts_deferred, rollback
 
 _DeviceAttributes = collections.namedtuple("_DeviceAttributes",
                                            ["name", "device_type", "memory_limit_bytes", "incarnation"])
@@ -134,10 +139,11 @@ def _structure_key(fetches):
 class _CompiledRun:
     """A cached run signature: the plan, its feed converters, and how to rebuild the fetch structure."""
 
-    __slots__ = ("plan", "feed_converters", "build")
+    __slots__ = ("plan", "feed_converters", "build", "recent")
 
     def __init__(self, plan: Plan, feed_converters: list, build: Callable):
         self.plan, self.feed_converters, self.build = plan, feed_converters, build
+        self.recent = False
 
 
 class BaseSession:
@@ -161,7 +167,10 @@ class BaseSession:
         self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != RewriterConfig.OFF
         self._runner = StepRunner(self._config, self._ctx)
         self._timeout_ms = self._config.operation_timeout_in_ms
-        self._runs: dict = {}
+        self._steps, self._gate = self._ctx.steps, self._ctx.gate
+        self._lock = threading.RLock()   # placing and compiling; cached runs take no lock
+        self._runs = PlanCache()         # fetch structure and feed keys -> _CompiledRun
+        self._plans = PlanCache()        # (fetch elements, feed tensors) -> Plan, shared by structures
         self.transfers_executed = 0
         self._default_ctx = None
         if self._config.log_device_placement:
@@ -185,7 +194,7 @@ class BaseSession:
     # --- placement --------------------------------------------------------------------------------------------
     def _place(self) -> None:
         if len(self._placement.device_by_op_id) != len(self._graph._ops):
-            with _gc_paused():
+            with self._lock, _gc_paused():
                 self._placer.place(self._graph)
 
     def placement(self, element) -> str:
@@ -215,30 +224,66 @@ class BaseSession:
         return self._execute(compiled.plan, feeds, compiled.build)
 
     def _execute(self, plan: Plan, feeds, build: Callable, observed: Callable | None = None):
-        """Run a plan and build the fetch structure; on any failure every variable write of the step is undone.
-
-        `observed`, when given, runs the plan instead of plan.fn (a traced run, or one with a deadline).
-        """
-        ctx = self._ctx
+        """Run a plan and build the fetch structure. `observed`, when given, runs the plan instead of plan.fn (a
+        traced run, or one with a deadline)."""
+        if plan.has_writes:
+            return self._execute_step(plan, feeds, build, observed)
         silent = _enter_silent()
         try:
             result = build(plan.fn(feeds) if observed is None else observed())
         except BaseException as exc:
-            if plan.has_writes:
-                ctx.rollback()
             wrapped = self._op_error(plan, exc)
             if wrapped is exc:
                 raise
             raise wrapped from exc
         finally:
             _exit_silent(silent)
-        if plan.has_writes:
-            ctx.commit()
+        self._ran(plan)
+        return result
+
+    def _execute_step(self, plan: Plan, feeds, build: Callable, observed: Callable | None):
+        """A run that writes variables: it records its writes in a journal of its own and, on any failure (an
+        error, a timeout, Ctrl-C), undoes each one no other step has overwritten since, without being interrupted
+        itself. It waits while a snapshot (Saver.save) runs, so a snapshot never sees half of it."""
+        steps = self._steps
+        marker, outer = steps.marker, steps.journal
+        nested = marker.in_step  # a step run from inside a step of this thread: no gate
+        journal: dict = {}
+        silent = _enter_silent()
+        try:
+            if not nested:
+                marker.in_step = True
+                if self._gate.closed:
+                    self._gate.wait_turn(marker)
+            steps.journal = journal
+            result = build(plan.fn(feeds) if observed is None else observed())
+        except BaseException as exc:
+            with interrupts_deferred():
+                kept = rollback(journal)
+            wrapped = self._op_error(plan, exc, kept)
+            if wrapped is exc:
+                raise
+            raise wrapped from exc
+        finally:
+            steps.journal = outer
+            if not nested:
+                marker.in_step = False
+            _exit_silent(silent)
+        self._ran(plan)
+        return result
+
+    def _ran(self, plan: Plan) -> None:
+        """Count a successful run; a plan's second run compiles it to straight-line code (once)."""
         self.transfers_executed += plan.num_transfers
         plan.runs += 1
         if plan.runs == TIER_UP_AFTER_RUNS:
-            self._runner.tier_up(plan)
-        return result
+            with self._lock:
+                self._runner.tier_up(plan)
+
+    def _snapshot(self):
+        """A block in which no variable-writing step of this session is running or starts (Saver.save/restore)."""
+        self._check_open()
+        return self._gate.exclusive()
 
     def _execute_observed(self, plan: Plan, feeds, build: Callable, options, run_metadata):
         """A run with RunOptions: step stats when traced, DeadlineExceededError past the timeout."""
@@ -246,8 +291,13 @@ class BaseSession:
             raise TypeError(f"options must be a tf.RunOptions, got {type(options).__name__}")
         if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
             raise TypeError(f"run_metadata must be a tf.RunMetadata, got {type(run_metadata).__name__}")
-        timeout_ms = options.timeout_in_ms if options is not None and options.timeout_in_ms > 0 else self._timeout_ms
-        deadline = time.perf_counter_ns() + int(timeout_ms * 1_000_000) if timeout_ms > 0 else None
+        deadline = None
+        if options is not None and options.timeout_in_ms > 0:
+            deadline = Deadline(time.perf_counter_ns() + int(options.timeout_in_ms * 1_000_000),
+                                options.timeout_in_ms, "RunOptions.timeout_in_ms")
+        elif self._timeout_ms > 0:
+            deadline = Deadline(time.perf_counter_ns() + int(self._timeout_ms * 1_000_000), self._timeout_ms,
+                                "ConfigProto.operation_timeout_in_ms")
         traced = options is not None and options.trace_level > RunOptions.NO_TRACE and run_metadata is not None
         records = [] if traced else None  # step stats with no RunMetadata to hold them would be thrown away
         if deadline is None and records is None:
@@ -279,26 +329,37 @@ class BaseSession:
             except (KeyError, ValueError, TypeError) as e:
                 raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
             feed_tensors.append(tensor)
-        with status(f"placing and compiling a plan for a graph of {len(self._graph._ops)} ops"):
-            self._place()
-            with _gc_paused():
-                plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
-                self._runner.prepare(plan)
-        return _CompiledRun(plan, [feed_converter(t) for t in feed_tensors], mapper.build)
+        converters = [feed_converter(t) for t in feed_tensors]
+        plan_key = (tuple(mapper.elements), tuple(feed_tensors))  # [a, b], (a, b) and {"x": a, "y": b} share it
+        with self._lock:
+            plan = self._plans.get(plan_key)
+            if plan is None:
+                with status(f"placing and compiling a plan for a graph of {len(self._graph._ops)} ops"):
+                    self._place()
+                    with _gc_paused():
+                        plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
+                        self._runner.prepare(plan)
+                self._plans.put(plan_key, plan)
+            else:
+                plan.recent = True
+                self._place()
+        return _CompiledRun(plan, converters, mapper.build)
 
     def _cached(self, fetches, feed_dict) -> _CompiledRun:
-        """The compiled run for this (fetches, feed keys) signature, compiled on first use."""
+        """The compiled run for this (fetches, feed keys) signature, compiled on first use (bounded cache)."""
         self._check_open()
         try:
             key = (_structure_key(fetches), tuple(feed_dict) if feed_dict else ())
             compiled = self._runs.get(key)
-        except TypeError:  # unhashable fetch or feed key: compile without caching
+        except TypeError:  # unhashable fetch or feed key: no structure cache (the plan is still shared)
             key, compiled = None, None
         if compiled is None:
             compiled = self._compile(fetches, feed_dict)
             if key is not None:
-                self._runs[key] = compiled
-        elif len(self._placement.device_by_op_id) != len(self._graph._ops):
+                self._runs.put(key, compiled)
+            return compiled
+        compiled.recent = True
+        if len(self._placement.device_by_op_id) != len(self._graph._ops):
             self._place()  # TF places a grown graph on the next run: errors and log lines for new ops surface now
         return compiled
 
@@ -323,8 +384,20 @@ class BaseSession:
             return execute(compiled.plan, feeds, build)
         return callable_fn
 
-    def _op_error(self, plan: Plan, exc: BaseException) -> BaseException:
-        """Turn a kernel's exception into the adplace.errors class TF raises, naming the op and the device."""
+    def _op_error(self, plan: Plan, exc: BaseException, kept: list | tuple = ()) -> BaseException:
+        """Turn a kernel's exception into the adplace.errors class TF raises, naming the op and the device; `kept`
+        names variables the failed step could not undo because another step wrote them since."""
+        wrapped = self._wrapped_error(plan, exc)
+        if kept:
+            note = (f"Variables {', '.join(kept)} were written by another step after this step wrote them; they keep "
+                    f"that step's values. Every other variable write of this step was undone.")
+            if isinstance(wrapped, errors.OpError):
+                wrapped = type(wrapped)(wrapped.node_def, wrapped.op, f"{wrapped.message}\n{note}")
+            elif hasattr(wrapped, "add_note"):
+                wrapped.add_note(note)
+        return wrapped
+
+    def _wrapped_error(self, plan: Plan, exc: BaseException) -> BaseException:
         step = plan.failed_step(exc)
         if step is None or isinstance(exc, errors.DeadlineExceededError):
             return exc
@@ -352,6 +425,7 @@ class BaseSession:
         """Release the session's variables and plans; later runs raise RuntimeError."""
         self._closed = True
         self._runs.clear()
+        self._plans.clear()
         self._runner.close()
         self._ctx = None
 

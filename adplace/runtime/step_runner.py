@@ -16,7 +16,7 @@ import time
 from typing import Callable
 
 from adplace.runtime import parallel
-from adplace.runtime.executor import Plan
+from adplace.runtime.executor import Deadline, Plan
 from adplace.runtime.thread_pool import (BlasLimiter, WorkerPool, available_cpus, inter_op_threads, intra_op_threads,
                                          shared_pool)
 
@@ -67,13 +67,13 @@ class StepRunner:
         if self.inter_threads > 1 and not self.explicit and len(plan.kernels) > 1:
             plan.fn = self._calibrating(plan)
 
-    def run_observed(self, plan: Plan, feeds, deadline_ns: int | None, records: list | None) -> list:
+    def run_observed(self, plan: Plan, feeds, deadline: Deadline | None, records: list | None) -> list:
         """A run that checks a deadline and/or records step timings, in the plan's mode."""
         if plan.parallel_run is not None:
             with self._blas(self.parallel_blas_threads):
-                return plan.parallel_run(feeds, deadline_ns, records)
+                return plan.parallel_run(feeds, deadline, records)
         with self._blas():
-            return plan.run_checked(feeds, deadline_ns, records)
+            return plan.run_checked(feeds, deadline, records)
 
     # --- modes ------------------------------------------------------------------------------------------------
     def _install(self, plan: Plan) -> None:

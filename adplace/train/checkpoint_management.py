@@ -4,17 +4,32 @@
 On disk a checkpoint prefix `P` is ONE file, `P.npz` (a NumPy zip archive, readable without pickle): member
 `"<i>"` holds the i-th tensor, `"<i>_lengths"` the byte lengths of a string tensor's elements (its bytes are stored
 concatenated as uint8), and `"__index__"` a UTF-8 JSON object {"format": 1, "tensors": {name: {"member", "dtype",
-"shape"}}}. The directory's `checkpoint` file is TF's CheckpointState text format.
+"shape"}}}. The directory's `checkpoint` file is TF's CheckpointState text format. The reader checks every part of
+the file against the index, so a truncated or corrupted file raises DataLossError naming it, never a wrong value.
+
+Each file is first written to a temporary `.<basename>.<pid>.<token>.tmp` beside it (`pid`: the writing process,
+`token`: 16 random hex digits), fsynced, then renamed over the target, so a crash mid-save leaves the previous file
+intact. A process killed mid-write leaves its temporary behind; every write into a directory first removes the
+stale ones there: those of this process that no thread of it is writing now, and (on POSIX, where os.kill(pid, 0)
+probes a pid) those of a process that no longer exists. Temporaries of live processes are never touched. One host
+per directory is assumed: a pid means nothing on another host.
+
+    # after `kill -9` of a process (pid 4242) saving model-7:  .model-7.npz.4242.9f86d081884c7d65.tmp
+    saver.save(sess, "/tmp/run/model", global_step=8)    # removes it, then writes model-8.npz
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+import math
 import os
 import re
-import tempfile
+import secrets
+import struct
+import threading
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import IO
 
@@ -30,18 +45,94 @@ _SUFFIX = ".npz"
 _INDEX_MEMBER = "__index__"
 _FORMAT_VERSION = 1
 _STATE_LINE = re.compile(r'^\s*(\w+)\s*:\s*(.*?)\s*$')
+_PATH_FIELDS = ("model_checkpoint_path", "all_model_checkpoint_paths")
+_TIMESTAMP_FIELDS = ("all_model_checkpoint_timestamps", "last_preserved_timestamp")
 
 
-# --- the data file -----------------------------------------------------------------------------------------------
-def data_file(prefix: str) -> str:
-    return prefix + _SUFFIX
+def _brief(text: str, limit: int) -> str:
+    """`text`, its middle elided past `limit` characters, so error messages stay short."""
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-(limit // 2):]}"
+
+
+# --- atomic writes and their temporaries -------------------------------------------------------------------------
+_TEMPORARY_NAME = re.compile(r"^\..+\.(?P<pid>[1-9][0-9]{0,9})\.[0-9a-f]{16}\.tmp$")
+_temporaries_lock = threading.Lock()
+_temporaries_being_written: set[str] = set()  # basenames; each holds our pid and a fresh token, so names suffice
+
+
+def _is_stale_temporary(name: str) -> bool:
+    """Whether `name` is an adplace temporary that nobody is writing: its process is gone, or it is ours but idle."""
+    match = _TEMPORARY_NAME.match(name)
+    if match is None:
+        return False
+    pid = int(match["pid"])
+    if pid == os.getpid():
+        with _temporaries_lock:
+            return name not in _temporaries_being_written
+    if os.name != "posix":  # os.kill(pid, 0) would signal it there, not probe it
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # PermissionError: alive, another user's
+        return False
+    return False
+
+
+def _remove_stale_temporaries(directory: str) -> list[str]:
+    """Delete the temporaries that killed or failed writes left in `directory`; returns the paths removed.
+
+    Runs before every atomic write into a directory (see the module docstring for what counts as stale).
+    """
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        if _is_stale_temporary(name):
+            path = os.path.join(directory, name)
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                continue  # its writer renamed it, or another cleanup got there first
+            except OSError as e:
+                _log.warning("Could not remove stale checkpoint temporary %s: %s", path, e)
+                continue
+            _log.info("Removed stale checkpoint temporary %s", path)
+            removed.append(path)
+    return removed
+
+
+def _create_temporary(directory: str, basename: str) -> tuple[int, str, str]:
+    """A new temporary beside `basename`, registered as being written: (fd, name, path)."""
+    while True:
+        name = f".{basename}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+        path = os.path.join(directory, name)
+        with _temporaries_lock:  # registered before it exists, so no cleanup can see it unregistered
+            _temporaries_being_written.add(name)
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), name, path
+        except FileExistsError:
+            pass
+        except BaseException:
+            with _temporaries_lock:
+                _temporaries_being_written.discard(name)
+            raise
+        with _temporaries_lock:
+            _temporaries_being_written.discard(name)
 
 
 @contextlib.contextmanager
 def _atomic_output(path: str) -> Iterator[IO[bytes]]:
-    """A binary file that replaces `path` only once fully written and fsynced; on any error no file is left behind."""
+    """A binary file that replaces `path` only once fully written and fsynced; on any error no file is left behind.
+
+    Stale temporaries in the directory are removed first (module docstring).
+    """
     directory = os.path.dirname(path) or "."
-    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    _remove_stale_temporaries(directory)
+    fd, tmp_name, tmp_path = _create_temporary(directory, os.path.basename(path))
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -52,12 +143,20 @@ def _atomic_output(path: str) -> Iterator[IO[bytes]]:
         with contextlib.suppress(OSError):
             os.remove(tmp_path)
         raise
+    finally:
+        with _temporaries_lock:
+            _temporaries_being_written.discard(tmp_name)
     with contextlib.suppress(OSError):  # make the rename itself durable where the platform allows it
         dir_fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+# --- the data file -----------------------------------------------------------------------------------------------
+def data_file(prefix: str) -> str:
+    return prefix + _SUFFIX
 
 
 def write_data_file(prefix: str, values: dict[str, np.ndarray], dtypes: dict[str, _dtypes.DType]) -> None:
@@ -89,44 +188,136 @@ class _Entry:
         self.dtype, self.shape, self.member = dtype, shape, member
 
 
-def _read_index(archive, path: str) -> dict[str, _Entry]:
-    if _INDEX_MEMBER not in archive.files:
-        raise errors.DataLossError(None, None, f"Unable to read checkpoint {path}: it has no '{_INDEX_MEMBER}' "
-                                   "member, so it was not written by tf.train.Saver (adplace).")
-    header = json.loads(archive[_INDEX_MEMBER].tobytes().decode())
+class _CorruptFile(Exception):
+    """Why a checkpoint file cannot be read; CheckpointReader reports it as DataLossError naming the file."""
+
+
+# What zipfile, zlib, json and NumPy's .npy header parser raise on damaged bytes (RuntimeError: deep JSON nesting).
+_DAMAGED_FILE_ERRORS = (_CorruptFile, OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error, struct.error,
+                        RuntimeError, OverflowError)
+
+
+def _read_member(archive: zipfile.ZipFile, member: str) -> np.ndarray:
+    """Member `member` as a read-only array, after checking its .npy header against the bytes it has."""
+    try:
+        info = archive.getinfo(member + ".npy")
+    except KeyError:
+        raise _CorruptFile(f"member {member!r} is missing") from None
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
+        raise _CorruptFile(f"member {member!r} is encrypted or uses compression method {info.compress_type}")
+    archive_nbytes = os.fstat(archive.fp.fileno()).st_size
+    if info.compress_size > archive_nbytes:  # zipfile would allocate what it claims before finding it missing
+        raise _CorruptFile(f"member {member!r} claims {info.compress_size} stored bytes; the file has {archive_nbytes}")
+    with archive.open(info) as stream:
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(stream)
+        else:
+            raise _CorruptFile(f"member {member!r} has .npy version {version}")
+        if dtype.hasobject:
+            raise _CorruptFile(f"member {member!r} holds Python objects")
+        nbytes = math.prod(shape) * dtype.itemsize
+        stored_nbytes = info.file_size - stream.tell()
+        if nbytes != stored_nbytes:
+            raise _CorruptFile(f"member {member!r} declares {nbytes} bytes of data ({dtype}, shape {shape}) but holds "
+                               f"{stored_nbytes}")
+        data = stream.read(nbytes)
+        if len(data) != nbytes or stream.read(1):  # reading past the end makes zipfile check the CRC
+            raise _CorruptFile(f"member {member!r} has {len(data)} of its {nbytes} bytes")
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran_order else "C")
+
+
+def _entry(name: str, fields) -> _Entry:
+    """The index's record for tensor `name`, checked field by field."""
+    if not isinstance(fields, dict):
+        raise _CorruptFile(f"the index entry of {name!r} is not a JSON object")
+    member, dtype_name, shape = fields.get("member"), fields.get("dtype"), fields.get("shape")
+    if not isinstance(member, str) or member == _INDEX_MEMBER:
+        raise _CorruptFile(f"the index entry of {name!r} has member {member!r}")
+    try:
+        dtype = _dtypes.as_dtype(dtype_name) if isinstance(dtype_name, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.name != dtype_name or dtype.is_ref_dtype:
+        raise _CorruptFile(f"the index entry of {name!r} has dtype {dtype_name!r}")
+    if not (isinstance(shape, list) and len(shape) <= 64
+            and all(type(d) is int and d >= 0 for d in shape)):  # type(d) is int: a bool is not a dimension
+        raise _CorruptFile(f"the index entry of {name!r} has shape {shape!r}")
+    return _Entry(dtype, shape, member)
+
+
+def _read_index(archive: zipfile.ZipFile) -> dict[str, _Entry]:
+    if _INDEX_MEMBER + ".npy" not in archive.namelist():
+        raise _CorruptFile(f"it has no '{_INDEX_MEMBER}' member, so it was not written by tf.train.Saver (adplace)")
+    raw = _read_member(archive, _INDEX_MEMBER)
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise _CorruptFile(f"its index is {raw.dtype} of shape {raw.shape}, not UTF-8 bytes")
+    header = json.loads(raw.tobytes().decode("utf-8"))
+    if not isinstance(header, dict):
+        raise _CorruptFile(f"its index is a JSON {type(header).__name__}, not an object")
     if header.get("format") != _FORMAT_VERSION:
-        raise errors.DataLossError(None, None, f"Checkpoint {path} has format {header.get('format')!r}; this "
-                                   f"adplace reads format {_FORMAT_VERSION}. Re-save it with this version.")
-    return {name: _Entry(_dtypes.as_dtype(e["dtype"]), list(e["shape"]), e["member"])
-            for name, e in header["tensors"].items()}
+        raise _CorruptFile(f"it has format {_brief(repr(header.get('format')), 100)}; this adplace reads format "
+                           f"{_FORMAT_VERSION}. Re-save it with this version")
+    tensors = header.get("tensors")
+    if not isinstance(tensors, dict):
+        raise _CorruptFile("its index has no 'tensors' object")
+    return {name: _entry(name, fields) for name, fields in tensors.items()}
 
 
-def _decode(archive, entry: _Entry) -> np.ndarray:
+def _same_type(actual: np.dtype, expected: np.dtype) -> bool:
+    return actual.kind == expected.kind and actual.itemsize == expected.itemsize  # either byte order
+
+
+def _decode(archive: zipfile.ZipFile, name: str, entry: _Entry) -> np.ndarray:
+    """Tensor `name`'s value, checked against its index entry."""
+    count = math.prod(entry.shape)
     if entry.dtype is _dtypes.string:
-        data, lengths = archive[entry.member].tobytes(), archive[entry.member + "_lengths"]
-        ends = np.cumsum(lengths)
-        out = np.empty(len(lengths), dtype=object)
-        out[:] = [data[end - n:end] for end, n in zip(ends.tolist(), lengths.tolist())]
+        data, lengths = _read_member(archive, entry.member), _read_member(archive, entry.member + "_lengths")
+        sizes = lengths.tolist() if _same_type(lengths.dtype, np.dtype(np.int64)) and lengths.ndim == 1 else None
+        if not (data.dtype == np.uint8 and data.ndim == 1 and sizes is not None and len(sizes) == count
+                and min(sizes, default=0) >= 0 and sum(sizes) == data.size):  # Python ints: no overflow
+            raise _CorruptFile(f"the bytes of string tensor {name!r} do not match their {count} lengths")
+        raw, start = data.tobytes(), 0
+        out = np.empty(count, dtype=object)
+        for i, size in enumerate(sizes):
+            out[i], start = raw[start:start + size], start + size
         return out.reshape(entry.shape)
-    return archive[entry.member].reshape(entry.shape)
+    value = _read_member(archive, entry.member)
+    expected = np.dtype(entry.dtype.as_numpy_dtype)
+    if not _same_type(value.dtype, expected) or value.size != count:
+        raise _CorruptFile(f"tensor {name!r} is saved as {value.dtype} {list(value.shape)}, but its index says "
+                           f"{entry.dtype.name} {dims_text(entry.shape)}")
+    return value.astype(expected, copy=False).reshape(entry.shape)
 
 
 class CheckpointReader:
-    """The tensors of one checkpoint, read in full when opened (tf.train.load_checkpoint / NewCheckpointReader)."""
+    """The tensors of one checkpoint, read in full when opened (tf.train.load_checkpoint / NewCheckpointReader).
+
+    Raises:
+      NotFoundError: no file `<prefix>.npz` exists.
+      PermissionDeniedError: the file cannot be opened for reading.
+      DataLossError: the file is truncated, corrupted, or not an adplace checkpoint.
+    """
 
     def __init__(self, prefix: str):
         path = data_file(prefix)
         self._prefix = prefix
         try:
-            with np.load(path, allow_pickle=False) as archive:
-                self._entries = _read_index(archive, path)
-                self._values = {name: _decode(archive, e) for name, e in self._entries.items()}
+            with zipfile.ZipFile(path) as archive:
+                self._entries = _read_index(archive)
+                self._values = {name: _decode(archive, name, e) for name, e in self._entries.items()}
         except FileNotFoundError as e:
             raise errors.NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find "
                                        f"any matching files for {prefix} ({path} does not exist)") from e
-        except (OSError, ValueError, TypeError, KeyError, zipfile.BadZipFile) as e:
-            raise errors.DataLossError(None, None, f"Unable to read checkpoint {path}: {e}. The file is truncated "
-                                       "or not an adplace checkpoint.") from e
+        except PermissionError as e:
+            raise errors.PermissionDeniedError(None, None, f"Cannot read checkpoint {path}: {e}") from e
+        except _DAMAGED_FILE_ERRORS as e:
+            cause = _brief(f"{e}" if isinstance(e, _CorruptFile) else f"{type(e).__name__}: {e}", 300)
+            raise errors.DataLossError(None, None, f"Unable to read checkpoint {_brief(path, 400)}: {cause}. The file "
+                                       "is truncated or corrupted, or not an adplace checkpoint; restore an older "
+                                       "checkpoint.") from e
 
     def has_tensor(self, name: str) -> bool:
         return name in self._entries
@@ -195,28 +386,47 @@ class CheckpointState:
 
     @classmethod
     def from_text(cls, text: str, path: str) -> "CheckpointState":
+        """Parse the text `to_text` writes; ValueError (TF's text_format.ParseError) naming `path` and the line.
+
+        Blank lines and `#` comments are skipped; an unknown field is an error, as in TF's text format.
+        """
         state = cls()
-        for line in text.splitlines():
-            match = _STATE_LINE.match(line)
-            if not line.strip():
+        for line_number, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            if match is None:
-                raise ValueError(f"Cannot parse line {line!r} of checkpoint state file {path}")
-            field, value = match.groups()
-            if field in ("model_checkpoint_path", "all_model_checkpoint_paths"):
-                value = json.loads(value)
+            match = _STATE_LINE.match(line)
+            field, value = match.groups() if match else ("", "")
+            if field in _PATH_FIELDS:
+                try:  # only a JSON string: no nesting to recurse into
+                    value = json.loads(value) if value.startswith('"') else None
+                except ValueError:
+                    value = None
+                if not isinstance(value, str):
+                    raise _state_parse_error(path, line_number, line, "expected a quoted path")
                 if field == "model_checkpoint_path":
                     state.model_checkpoint_path = value
                 else:
                     state.all_model_checkpoint_paths.append(value)
-            elif field == "all_model_checkpoint_timestamps":
-                state.all_model_checkpoint_timestamps.append(float(value))
-            elif field == "last_preserved_timestamp":
-                state.last_preserved_timestamp = float(value)
+            elif field in _TIMESTAMP_FIELDS:
+                try:
+                    timestamp = float(value)
+                except ValueError:
+                    raise _state_parse_error(path, line_number, line, "expected a number") from None
+                if field == "last_preserved_timestamp":
+                    state.last_preserved_timestamp = timestamp
+                else:
+                    state.all_model_checkpoint_timestamps.append(timestamp)
+            else:
+                why = f"CheckpointState has no field named {field!r}" if field else "expected 'field: value'"
+                raise _state_parse_error(path, line_number, line, why)
         return state
 
     def __repr__(self) -> str:
         return self.to_text()
+
+
+def _state_parse_error(path: str, line_number: int, line: str, why: str) -> ValueError:
+    return ValueError(f"{_brief(path, 400)}:{line_number}: {why}: {_brief(repr(line), 200)}")
 
 
 def _state_file(checkpoint_dir: str, latest_filename: str | None) -> str:
@@ -251,18 +461,37 @@ def update_checkpoint_state(save_dir: str, model_checkpoint_path: str, all_model
 
 
 def get_checkpoint_state(checkpoint_dir: str, latest_filename: str | None = None) -> CheckpointState | None:
-    """The CheckpointState of `checkpoint_dir`, relative paths joined onto it; None if there is no state file."""
+    """The CheckpointState of `checkpoint_dir`, relative paths joined onto it (tf.train.get_checkpoint_state).
+
+    As in TF, a state file that cannot be read or parsed is logged as a warning naming it and ignored (None), and
+    one that parses but names no checkpoint raises. (TF lets a UnicodeDecodeError escape for non-UTF-8 bytes; here
+    those are ignored like any other unparsable file.)
+
+    Returns:
+      The state, or None if the state file is missing, unreadable or unparsable.
+    Raises:
+      ValueError: the state file has no `model_checkpoint_path`.
+    """
+    checkpoint_dir = os.fspath(checkpoint_dir)
     filename = _state_file(checkpoint_dir, latest_filename)
     try:
-        with open(filename, encoding="utf-8") as f:
-            state = CheckpointState.from_text(f.read(), filename)
+        with open(filename, "rb") as f:
+            content = f.read()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as e:
-        _log.warning("%s: unreadable checkpoint state file %s: %s", type(e).__name__, filename, e)
+    except OSError as e:  # TF: "It's ok if the file cannot be read"
+        _log.warning("%s: cannot read checkpoint state file %s: Checkpoint ignored (%s)",
+                     type(e).__name__, _brief(filename, 400), _brief(str(e), 400))
+        return None
+    try:
+        state = CheckpointState.from_text(content.decode("utf-8"), filename)
+    except ValueError as e:  # TF's text_format.ParseError; here also UnicodeDecodeError
+        _log.warning("%s: unparsable checkpoint state file %s: Checkpoint ignored (%s)",
+                     type(e).__name__, _brief(filename, 400), _brief(str(e), 400))
         return None
     if not state.model_checkpoint_path:
-        raise ValueError(f"Invalid checkpoint state loaded from {checkpoint_dir}")
+        raise ValueError(f"Invalid checkpoint state loaded from {_brief(checkpoint_dir, 400)}: "
+                         f"{_brief(filename, 400)} names no model_checkpoint_path")
     join = (lambda p: p if os.path.isabs(p) else os.path.join(checkpoint_dir, p))
     state.model_checkpoint_path = join(state.model_checkpoint_path)
     state.all_model_checkpoint_paths = [join(p) for p in state.all_model_checkpoint_paths]

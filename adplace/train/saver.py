@@ -6,7 +6,8 @@
 
 A checkpoint prefix `P` is one file, `P.npz` (format in checkpoint_management.py). No `.meta` graph file is written:
 adplace graphs are built in Python and cannot be serialised. Files are written to a temporary file beside their
-target, fsynced, then renamed over it, so a crash mid-save leaves the previous checkpoint at that path intact.
+target, fsynced, then renamed over it, so a crash mid-save leaves the previous checkpoint at that path intact, and
+the next save into that directory removes the temporary a killed save left behind.
 """
 from __future__ import annotations
 
@@ -236,7 +237,7 @@ class Saver:
           ValueError: `save_path` is None or no checkpoint exists there.
           NotFoundError: a variable's key is missing from the checkpoint.
           InvalidArgumentError: a saved value's shape or dtype does not match its variable.
-          DataLossError: the checkpoint file is unreadable.
+          DataLossError: the checkpoint file is truncated, corrupted or not an adplace checkpoint.
         """
         if self._is_empty:
             return

@@ -340,10 +340,25 @@ def test_device_function_sees_op_type_and_its_result_is_kept_verbatim():
             sess.run(m)
 
 
-def test_device_function_returning_a_non_device_names_the_op():
-    with pytest.raises(TypeError, match=r"returned 3 for op 'Const' \(Const\); it must return a device string"):
-        with tf.device(lambda op: 3):
+def test_device_function_returning_a_non_device_names_the_op_and_adds_nothing():
+    g = tf.get_default_graph()
+    tf.constant(0.0, name="c")
+
+    def pick(op):
+        return 3
+    with pytest.raises(TypeError, match=r"Device function '.*pick' returned 3 \(type int\) for op 'c_1' \(Const\); it "
+                                        r"must return a device string"):
+        with tf.device(pick):
+            tf.constant(1.0, name="c")
+    assert [op.name for op in g.get_operations()] == ["c"]
+    assert tf.constant(2.0, name="c").op.name == "c_1"  # the failed op's name was given back
+
+
+def test_device_function_error_message_is_short_for_a_huge_result():
+    with pytest.raises(TypeError) as info:
+        with tf.device(lambda op: list(range(100_000))):
             tf.constant(1.0)
+    assert len(str(info.value)) < 1024 and "'Const' (Const)" in str(info.value)
 
 
 def test_device_function_returning_device_spec():

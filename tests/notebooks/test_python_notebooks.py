@@ -150,7 +150,7 @@ def test_placement_notebook_shows_devices_scopes_and_the_error_without_soft_plac
     assert "a                VariableV2 requested '/device:CPU:0'" in _streams(_cell_with(nb, "print(\"variable ops"))
     error = _streams(_cell_with(nb, "except tf.errors.InvalidArgumentError"))
     assert error.startswith("InvalidArgumentError: Cannot assign a device for operation counter")
-    assert "| `a/Assign` | `Assign` | `/device:GPU:0` | `CPU:0` |" in _markdown(_cell_with(nb, "placement_table()"))
+    assert "| `a/Assign` | `Assign` | `/device:CPU:0` | `CPU:0` |" in _markdown(_cell_with(nb, "placement_table()"))
 
 
 def test_placement_notebook_compares_colocation_and_draws_both_side_by_side():

@@ -524,3 +524,75 @@ def test_scope_names_cannot_duplicate_an_op():
         tf.add(x, x, name=scope)
         with pytest.raises(ValueError, match="Duplicate node name in graph: 's'"):
             tf.subtract(x, x, name=scope)
+
+
+# --- tile: multiples that cannot fit --------------------------------------------------------------------------------
+
+def _ops():
+    return [op.name for op in tf.get_default_graph().get_operations()]
+
+
+@pytest.mark.parametrize("multiples, message", [
+    ([1, 2, 3], r"Shape must be rank 2 but is rank 3 for 'Tile' \(op: 'Tile'\) with input shapes: \[2,2\], \[3\]"),
+    ([[1, 2]], r"Shape must be rank 1 but is rank 2 for 'Tile' \(op: 'Tile'\) with input shapes: \[2,2\], \[1,2\]"),
+    (2, r"Shape must be rank 1 but is rank 0 for 'Tile'"),
+    ([1, -2], r"Invalid value in tensor used for shape: -2 for 'Tile' .* input\[1\] = <1 -2>"),
+])
+def test_static_multiples_that_cannot_fit_are_a_value_error_adding_no_op(multiples, message):
+    x = tf.placeholder(tf.float32, [2, 2], name="x")
+    with pytest.raises(ValueError, match=message) as info:
+        tf.tile(x, multiples)
+    assert len(str(info.value)) < 1024
+    assert _ops() == ["x"]  # not even the multiples Const
+    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1 for 'my_tile'"):
+        tf.tile([[1.0, 2.0]], [3], name="my_tile")  # a Python input: no Const for it either
+    assert _ops() == ["x"]
+
+
+def test_multiples_of_a_known_wrong_length_fail_at_construction_even_when_fed():
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    m = tf.placeholder(tf.int32, [3], name="m")
+    with pytest.raises(ValueError, match=r"Shape must be rank 2 but is rank 3 for 'Tile'.*\[\?,2\], \[3\]"):
+        tf.tile(x, m)
+    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 3"):
+        tf.tile(x, [tf.constant(1), 2, 3])
+    assert "Tile" not in _ops()
+    with pytest.raises(TypeError, match="parameter 'multiples' has DataType float32 not in list"):
+        tf.tile(x, tf.constant([1.0, 2.0]))
+
+
+def test_fed_multiples_that_cannot_fit_are_an_invalid_argument_error_naming_the_op():
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]], name="x")
+    m = tf.placeholder(tf.int32, None, name="m")
+    t = tf.tile(x, m, name="T")
+    assert t.shape.as_list() == [None, None]
+    sess = tf.Session()
+    for fed, message in (([1, 2, 3], "Expected multiples argument to be a vector of length 2 but got length 3"),
+                         ([[1, 2]], r"Expected multiples to be 1-D, but got shape \[1,2\]"),
+                         ([1, -1], r"Expected multiples\[1\] >= 0, but got -1"),
+                         (3, r"Expected multiples to be 1-D, but got shape \[\]")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message) as info:
+            sess.run(t, {m: fed})
+        assert info.value.op is t.op and "{{node T}}" in str(info.value) and len(str(info.value)) < 1024
+    assert sess.run(t, {m: [2, 1]}).tolist() == [[1.0, 2.0], [3.0, 4.0], [1.0, 2.0], [3.0, 4.0]]
+
+
+def test_a_static_multiple_of_minus_one_is_an_unknown_dim_then_a_run_time_error():
+    x = tf.constant([[1.0, 2.0]])
+    t = tf.tile(x, [2, -1])  # TF's shape function reads -1 as unknown; its kernel rejects it
+    assert t.shape.as_list() == [2, None]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Expected multiples\[1\] >= 0, but got -1"):
+        tf.Session().run(t)
+
+
+def test_tile_values_static_shapes_and_gradient_with_int64_multiples():
+    x = tf.placeholder(tf.float32, [None, 0, 3], name="x")
+    assert tf.tile(x, [0, 2, 2]).shape.as_list() == [0, 0, 6]
+    assert tf.tile(tf.placeholder(tf.float32), [2, 3]).shape.as_list() == [None, None]
+    assert tf.tile(tf.placeholder(tf.float32, [2]), tf.placeholder(tf.int32)).shape.as_list() == [None]
+    a = tf.constant([[1.0, 2.0]])
+    t = tf.tile(a, tf.constant([2, 2], dtype=tf.int64))
+    grad, = tf.gradients(t, a)
+    value, dx = tf.Session().run([t, grad])
+    assert value.tolist() == [[1.0, 2.0, 1.0, 2.0]] * 2 and dx.tolist() == [[4.0, 4.0]]
+    assert tf.Session().run(tf.tile(tf.constant(5.0), [])) == 5.0

@@ -13,13 +13,14 @@ ROUND_ROBIN_5 = ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0", "/job:ps/
 
 
 def tf_device_of(op, variable_devices: dict[str, str]) -> str:
-    """What TF 1.x requests for `op` built under replica_device_setter: the ps task for a variable and its `read`
-    (colocate_with copies the variable's device), nothing for a get_variable initializer (built under device(None)
-    and colocated with the variable), /job:worker for every other op (initial values, Assign, the model)."""
+    """What TF 1.x requests for `op` built under replica_device_setter: the ps task for a variable, its `read`
+    (colocate_with copies the variable's device) and its Assign (a ref input: TF builds it in colocate_with(the
+    variable)), nothing for a get_variable initializer (built under device(None) and colocated with the variable),
+    /job:worker for every other op (initial values, the model)."""
     owner = op.name.rsplit("/", 1)[0]
     if op.type == "VariableV2":
         return variable_devices[op.name]
-    if op.name.endswith("/read"):
+    if op.name.endswith("/read") or op.type == "Assign":
         return variable_devices[owner]
     return "" if "/Initializer/" in op.name else "/job:worker"
 
@@ -48,7 +49,9 @@ def test_five_variables_round_robin_over_two_ps_tasks(setter_args):
     variable_devices = dict(zip([v.op.name for v in variables], ROUND_ROBIN_5, strict=True))
     ops = tf.get_default_graph().get_operations()
     assert [op.device for op in ops] == [tf_device_of(op, variable_devices) for op in ops]
-    assert {op.device for op in ops if op.type == "Assign"} == {"/job:worker"}
+    assert {op.device for op in ops if op.type == "Assign"} == {"/job:ps/task:0", "/job:ps/task:1"}
+    assert all(op.get_attr("_class") == [b"loc:@" + op.name.rsplit("/", 1)[0].encode()]
+               for op in ops if op.type == "Assign")
     assert {op.device for op in ops if "/Initializer/" in op.name} == {""}
 
 

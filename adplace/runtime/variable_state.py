@@ -1,0 +1,158 @@
+"""Variable state shared by every thread of a session: cells, each step's undo journal, and the snapshot gate.
+
+The rules (README, "Reliability"):
+- A variable's value is one array reference in its `VariableCell`; a write swaps in a new array, so a reader sees the
+  old or the new value, never a torn one. Every write happens under the cell's lock and bumps its version.
+- Ops with `use_locking=True` hold the locks of all their variables (in a fixed order) for the whole
+  read-modify-write, so N threads x K locked increments give exactly N*K. Without locking, concurrent updates may
+  be lost, as in TF (Hogwild), but each write is still whole.
+- Each step that writes variables has its own journal (never a thread's or the session's): for every variable it
+  wrote, the value before its first write, the version then, and how many writes it made. A failed, interrupted or
+  timed-out step restores a variable only when no other step has written it since (its version is exactly the
+  journal's version plus the step's own writes); otherwise the newer value stays and the error names the variable.
+- A snapshot (Saver.save, Saver.restore) runs when no variable-writing step is running, and holds new ones back
+  until it ends, so it never sees half of a step.
+
+    cell.lock / cell.store(new, journal)     # kernels: write under the lock, journaled
+    kept = rollback(journal)                 # session: undo a failed step; names left as another step wrote them
+    with gate.exclusive(): ...               # Saver: no step is half applied inside the block
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+
+
+class VariableCell:
+    """A variable's value in one session, on the variable's placed device, with its lock and write count."""
+
+    __slots__ = ("value", "name", "device", "version", "lock", "order", "__weakref__")
+
+    def __init__(self, name: str, device, order: int = 0):
+        self.value, self.name, self.device = None, name, device
+        self.version = 0
+        self.lock = threading.Lock()
+        self.order = order  # a global lock order: multi-variable ops take their locks sorted by it
+
+    def store(self, new, journal: dict | None) -> None:
+        """Replace the value; the caller holds `self.lock`. The step's journal keeps what its first write replaced."""
+        if journal is not None:
+            entry = journal.get(self)
+            if entry is None:
+                journal[self] = [self.value, self.version, 1]
+            else:
+                entry[2] += 1
+        self.value = new
+        self.version += 1
+
+    def __repr__(self) -> str:
+        return f"<VariableCell {self.name!r} version={self.version}>"
+
+
+def rollback(journal: dict) -> list[str]:
+    """Undo a failed step: restore each variable it wrote unless another step wrote it since.
+
+    Returns the names of the variables left with the other step's value. A restored variable gets back its old
+    version too, so a step that wrote it before this one can still undo its own write later.
+    """
+    kept = []
+    for cell, (old, version, writes) in journal.items():
+        with cell.lock:
+            if cell.version == version + writes:
+                cell.value, cell.version = old, version
+            else:
+                kept.append(cell.name)
+    journal.clear()
+    return kept
+
+
+class _Marker:
+    """One thread's flag: it is inside a variable-writing step of this session."""
+
+    __slots__ = ("in_step", "__weakref__")
+
+    def __init__(self):
+        self.in_step = False
+
+
+class ThreadSteps(threading.local):
+    """Per thread: the journal of the step whose kernels this thread runs, and the thread's step marker."""
+
+    def __init__(self, markers: weakref.WeakSet):
+        self.journal: dict | None = None
+        self.marker = _Marker()
+        markers.add(self.marker)  # dropped with the thread's locals when the thread ends
+
+
+class StepGate:
+    """Lets snapshots (exclusive) and variable-writing steps (shared, any number at once) exclude each other.
+
+    A step sets its thread's marker, then checks `closed`; a snapshot sets `closed`, then waits until no marker is
+    set. Under the GIL one of the two always sees the other, and a step costs two stores and one load.
+    """
+
+    def __init__(self):
+        self._markers: weakref.WeakSet = weakref.WeakSet()
+        self.steps = ThreadSteps(self._markers)
+        self.closed = False
+        self._owner: int | None = None
+        self._snapshot_lock = threading.Lock()
+        self._opened = threading.Condition(threading.Lock())
+
+    def wait_turn(self, marker: _Marker) -> None:
+        """Called by a step that found the gate closed: step aside until the snapshot ends (unless it owns it)."""
+        me = threading.get_ident()
+        while self.closed and self._owner != me:
+            marker.in_step = False
+            with self._opened:
+                while self.closed and self._owner != me:
+                    self._opened.wait()
+            marker.in_step = True
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Run the block when no variable-writing step is running; steps starting meanwhile wait for its end."""
+        own = self.steps.marker
+        with self._snapshot_lock:
+            self._owner = threading.get_ident()
+            self.closed = True
+            try:
+                delay = 1e-5
+                while any(m.in_step for m in list(self._markers) if m is not own):
+                    time.sleep(delay)
+                    delay = min(2 * delay, 1e-3)
+                yield
+            finally:
+                with self._opened:
+                    self.closed, self._owner = False, None
+                    self._opened.notify_all()
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold back SIGINT (Ctrl-C) until the block ends, so an undo is never cut in half; then deliver it.
+
+    Only the main thread receives signals in Python; elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    except (ValueError, OSError):  # signals unavailable here (an embedded interpreter)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            if callable(previous):
+                previous(signal.SIGINT, caught[0])
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
