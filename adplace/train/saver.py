@@ -11,6 +11,7 @@ the next save into that directory removes the temporary a killed save left behin
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -150,7 +151,9 @@ class Saver:
              strip_default_attrs: bool = False, save_debug_info: bool = False) -> str | None:
         """Save every variable's value as checkpoint `save_path[-global_step]`; returns that prefix.
 
-        All values are fetched in one `sess.run`, then written atomically (see the module docstring). With
+        All values are fetched in one `sess.run` while no variable-writing step of the session runs (steps of other
+        threads wait for it, a few microseconds), so the checkpoint holds the state between two steps, never half
+        of one; then they are written atomically (see the module docstring). With
         `write_state`, the directory's `checkpoint` file records this checkpoint and max_to_keep deletes the oldest.
         `write_meta_graph` is accepted, but no .meta file is written: adplace graphs cannot be serialised.
 
@@ -181,7 +184,8 @@ class Saver:
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         if self._is_empty:
             return None
-        values = sess.run(dict(self._names_to_refs))
+        with _snapshot(sess):  # between steps: no training step of another thread is half applied
+            values = sess.run(dict(self._names_to_refs))
         nbytes = sum(np.asarray(v).nbytes for v in values.values())
         with status(f"saving {len(values)} variables ({nbytes} bytes) to {data_file(checkpoint_prefix)}"):
             self._write(checkpoint_prefix, values)
@@ -251,7 +255,8 @@ class Saver:
             reader = CheckpointReader(save_path)
             feeds = {self._placeholders[key]: self._checked_value(reader, key, ref, save_path)
                      for key, ref in self._names_to_refs.items()}
-            sess.run(self._restore_op, feeds)
+            with _snapshot(sess):  # no other thread's step runs half before, half after the restore
+                sess.run(self._restore_op, feeds)
 
     def _checked_value(self, reader: CheckpointReader, key: str, ref: Tensor, save_path: str) -> np.ndarray:
         """The saved value for variable `ref`, or TF's wrapped restore error naming the variable and the file."""
@@ -277,6 +282,12 @@ class Saver:
 
 
 _MISMATCH = "a mismatch between the current graph and the graph"
+
+
+def _snapshot(sess):
+    """The session's snapshot block (no variable-writing step runs inside it); a plain block for other sessions."""
+    snapshot = getattr(sess, "_snapshot", None)
+    return snapshot() if snapshot is not None else contextlib.nullcontext()
 
 
 def _restore_error(error_class: type, op: Operation, cause: str, original: str) -> errors.OpError:
