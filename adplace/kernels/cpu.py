@@ -639,14 +639,14 @@ def _assign_family(op_type: str, update):
             def assign_locked(value):
                 with lock:
                     new = new_value(value)
-                    cell.store(new, steps.journal)
+                    cell.store(new, steps.slot.journal)
                 return new
             return assign_locked
 
         def assign(value):
             new = new_value(value)
             with lock:
-                cell.store(new, steps.journal)
+                cell.store(new, steps.slot.journal)
             return new
         return assign
     return factory
@@ -740,12 +740,12 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
 
         if _use_locking(op, default=False):
             def apply_locked(*values):
-                return _holding(locks, _update_cells, cells, new_values, values, steps.journal)
+                return _holding(locks, _update_cells, cells, new_values, values, steps.slot.journal)
             return apply_locked
 
         def apply(*values):
             news = new_values(values)
-            journal = steps.journal
+            journal = steps.slot.journal
             for cell, new in zip(cells, news):
                 with cell.lock:
                     cell.store(new, journal)

@@ -196,7 +196,7 @@ class GPUKernelContext:
     def __init__(self, base, state: DeviceState):
         self._base, self._state, self.xp = base, state, state.cp
 
-    def __getattr__(self, name):  # variable(), journal, use_journal(): the session's own
+    def __getattr__(self, name):  # variable(), steps, gate: the session's own
         return getattr(self._base, name)
 
     def to_device(self, value):

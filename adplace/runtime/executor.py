@@ -452,7 +452,7 @@ def _schedule_frees(plan: Plan, keep: set) -> None:
 
 class KernelContext:
     """What kernel factories may ask of the session: variable cells, per-op random streams, the steps' journals
-    (`steps.journal`: the running step's, per thread), and the array module of the device a kernel is built for
+    (`steps.slot.journal`: the running step's, per thread), and the array module of the device a kernel is built for
     (NumPy here; adplace.kernels.gpu's context for CUDA)."""
 
     xp = np

@@ -157,7 +157,7 @@ class _Run:
 def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
     """`run(feeds, deadline=None, records=None)` running `plan` on `pool` plus the caller's thread.
 
-    Kernels record variable writes in the journal of the step their thread works for (`ctx.steps.journal`): every
+    Kernels record variable writes in the journal of the step their thread works for (`steps.slot.journal`): every
     thread working on the run uses the caller's, so a failed run undoes writes from all threads. The run returns or
     raises only when no thread is running one of its kernels any more, also when the caller is interrupted.
     """
@@ -174,10 +174,11 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
             if run.cancelled:
                 return
             run.active += 1
-        outer_journal = steps.journal
+        slot = steps.slot
+        outer_journal = slot.journal
         deadline_ns = None if run.deadline is None else run.deadline.at_ns
         try:
-            steps.journal = run.journal
+            slot.journal = run.journal
             while index is not None:
                 if run.cancelled:
                     break
@@ -213,7 +214,7 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
                     run.error = exc
             _cancel(run)
         finally:
-            steps.journal = outer_journal
+            slot.journal = outer_journal
             with cond:
                 run.active -= 1
                 if run.active == 0:
@@ -230,7 +231,7 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
         chain(run, index)
 
     def run(feeds, deadline=None, records=None):
-        state = _Run(plan, schedule, deadline, records, steps.journal)
+        state = _Run(plan, schedule, deadline, records, steps.slot.journal)
         slots = state.slots
         for slot, value in zip(plan.feed_slots, feeds):
             slots[slot] = value

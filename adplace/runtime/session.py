@@ -221,13 +221,18 @@ class BaseSession:
             if feed_dict else ()
         if options is not None or run_metadata is not None or self._timeout_ms:
             return self._execute_observed(compiled.plan, feeds, compiled.build, options, run_metadata)
-        return self._execute(compiled.plan, feeds, compiled.build)
+        if compiled.plan.has_writes:
+            return self._execute_step(compiled.plan, feeds, compiled.build, None)
+        return self._execute_plain(compiled.plan, feeds, compiled.build, None)
 
     def _execute(self, plan: Plan, feeds, build: Callable, observed: Callable | None = None):
         """Run a plan and build the fetch structure. `observed`, when given, runs the plan instead of plan.fn (a
         traced run, or one with a deadline)."""
         if plan.has_writes:
             return self._execute_step(plan, feeds, build, observed)
+        return self._execute_plain(plan, feeds, build, observed)
+
+    def _execute_plain(self, plan: Plan, feeds, build: Callable, observed: Callable | None):
         silent = _enter_silent()
         try:
             result = build(plan.fn(feeds) if observed is None else observed())
@@ -245,17 +250,16 @@ class BaseSession:
         """A run that writes variables: it records its writes in a journal of its own and, on any failure (an
         error, a timeout, Ctrl-C), undoes each one no other step has overwritten since, without being interrupted
         itself. It waits while a snapshot (Saver.save) runs, so a snapshot never sees half of it."""
-        steps = self._steps
-        marker, outer = steps.marker, steps.journal
-        nested = marker.in_step  # a step run from inside a step of this thread: no gate
+        slot = self._steps.slot
+        if slot.in_step:  # run from inside a step of this thread (a kernel calling run): part of that step
+            return self._execute_plain(plan, feeds, build, observed)
         journal: dict = {}
         silent = _enter_silent()
         try:
-            if not nested:
-                marker.in_step = True
-                if self._gate.closed:
-                    self._gate.wait_turn(marker)
-            steps.journal = journal
+            slot.in_step = True
+            if self._gate.closed:
+                self._gate.wait_turn(slot)
+            slot.journal = journal
             result = build(plan.fn(feeds) if observed is None else observed())
         except BaseException as exc:
             with interrupts_deferred():
@@ -265,9 +269,8 @@ class BaseSession:
                 raise
             raise wrapped from exc
         finally:
-            steps.journal = outer
-            if not nested:
-                marker.in_step = False
+            slot.journal = None
+            slot.in_step = False
             _exit_silent(silent)
         self._ran(plan)
         return result

@@ -13,7 +13,7 @@ The rules (README, "Reliability"):
 - A snapshot (Saver.save, Saver.restore) runs when no variable-writing step is running, and holds new ones back
   until it ends, so it never sees half of a step.
 
-    cell.lock / cell.store(new, journal)     # kernels: write under the lock, journaled
+    cell.lock / cell.store(new, steps.slot.journal)   # kernels: write under the lock, journaled
     kept = rollback(journal)                 # session: undo a failed step; names left as another step wrote them
     with gate.exclusive(): ...               # Saver: no step is half applied inside the block
 """
@@ -70,59 +70,62 @@ def rollback(journal: dict) -> list[str]:
     return kept
 
 
-class _Marker:
-    """One thread's flag: it is inside a variable-writing step of this session."""
+class StepSlot:
+    """One thread's view of the steps of a session: is it inside a variable-writing step (`in_step`), and the
+    journal of the step whose kernels it runs (`journal`; None outside steps). One thread-local lookup gives both."""
 
-    __slots__ = ("in_step", "__weakref__")
+    __slots__ = ("in_step", "journal", "__weakref__")
 
     def __init__(self):
         self.in_step = False
+        self.journal: dict | None = None
 
 
 class ThreadSteps(threading.local):
-    """Per thread: the journal of the step whose kernels this thread runs, and the thread's step marker."""
+    """Per thread: its StepSlot (`steps.slot`; kernels read `steps.slot.journal` when they write a variable)."""
 
-    def __init__(self, markers: weakref.WeakSet):
-        self.journal: dict | None = None
-        self.marker = _Marker()
-        markers.add(self.marker)  # dropped with the thread's locals when the thread ends
+    def __init__(self, slots: weakref.WeakSet):
+        self.slot = StepSlot()
+        slots.add(self.slot)  # dropped with the thread's locals when the thread ends
+
+    journal = property(lambda self: self.slot.journal, doc="This thread's current journal (None outside steps).")
 
 
 class StepGate:
     """Lets snapshots (exclusive) and variable-writing steps (shared, any number at once) exclude each other.
 
-    A step sets its thread's marker, then checks `closed`; a snapshot sets `closed`, then waits until no marker is
-    set. Under the GIL one of the two always sees the other, and a step costs two stores and one load.
+    A step sets its thread's `slot.in_step`, then checks `closed`; a snapshot sets `closed`, then waits until no
+    slot is in a step. Under the GIL one of the two always sees the other, and a step costs two stores and a load.
     """
 
     def __init__(self):
-        self._markers: weakref.WeakSet = weakref.WeakSet()
-        self.steps = ThreadSteps(self._markers)
+        self._slots: weakref.WeakSet = weakref.WeakSet()
+        self.steps = ThreadSteps(self._slots)
         self.closed = False
         self._owner: int | None = None
         self._snapshot_lock = threading.Lock()
         self._opened = threading.Condition(threading.Lock())
 
-    def wait_turn(self, marker: _Marker) -> None:
+    def wait_turn(self, slot: StepSlot) -> None:
         """Called by a step that found the gate closed: step aside until the snapshot ends (unless it owns it)."""
         me = threading.get_ident()
         while self.closed and self._owner != me:
-            marker.in_step = False
+            slot.in_step = False
             with self._opened:
                 while self.closed and self._owner != me:
                     self._opened.wait()
-            marker.in_step = True
+            slot.in_step = True
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """Run the block when no variable-writing step is running; steps starting meanwhile wait for its end."""
-        own = self.steps.marker
+        own = self.steps.slot
         with self._snapshot_lock:
             self._owner = threading.get_ident()
             self.closed = True
             try:
                 delay = 1e-5
-                while any(m.in_step for m in list(self._markers) if m is not own):
+                while any(s.in_step for s in list(self._slots) if s is not own):
                     time.sleep(delay)
                     delay = min(2 * delay, 1e-3)
                 yield

@@ -7,15 +7,8 @@ concatenated as uint8), and `"__index__"` a UTF-8 JSON object {"format": 1, "ten
 "shape"}}}. The directory's `checkpoint` file is TF's CheckpointState text format. The reader checks every part of
 the file against the index, so a truncated or corrupted file raises DataLossError naming it, never a wrong value.
 
-Each file is first written to a temporary `.<basename>.<pid>.<token>.tmp` beside it (`pid`: the writing process,
-`token`: 16 random hex digits), fsynced, then renamed over the target, so a crash mid-save leaves the previous file
-intact. A process killed mid-write leaves its temporary behind; every write into a directory first removes the
-stale ones there: those of this process that no thread of it is writing now, and (on POSIX, where os.kill(pid, 0)
-probes a pid) those of a process that no longer exists. Temporaries of live processes are never touched. One host
-per directory is assumed: a pid means nothing on another host.
-
-    # after `kill -9` of a process (pid 4242) saving model-7:  .model-7.npz.4242.9f86d081884c7d65.tmp
-    saver.save(sess, "/tmp/run/model", global_step=8)    # removes it, then writes model-8.npz
+Files are written atomically by adplace.train.atomic_file (temporary, fsync, rename; stale temporaries of killed
+writes removed).
 """
 from __future__ import annotations
 
@@ -25,19 +18,16 @@ import logging
 import math
 import os
 import re
-import secrets
 import struct
-import threading
 import zipfile
 import zlib
-from collections.abc import Iterator
-from typing import IO
 
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
 from adplace.framework.tensor_shape import dims_text
+from adplace.train.atomic_file import atomic_output
 
 _log = logging.getLogger("adplace")
 
@@ -52,106 +42,6 @@ _TIMESTAMP_FIELDS = ("all_model_checkpoint_timestamps", "last_preserved_timestam
 def _brief(text: str, limit: int) -> str:
     """`text`, its middle elided past `limit` characters, so error messages stay short."""
     return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-(limit // 2):]}"
-
-
-# --- atomic writes and their temporaries -------------------------------------------------------------------------
-_TEMPORARY_NAME = re.compile(r"^\..+\.(?P<pid>[1-9][0-9]{0,9})\.[0-9a-f]{16}\.tmp$")
-_temporaries_lock = threading.Lock()
-_temporaries_being_written: set[str] = set()  # basenames; each holds our pid and a fresh token, so names suffice
-
-
-def _is_stale_temporary(name: str) -> bool:
-    """Whether `name` is an adplace temporary that nobody is writing: its process is gone, or it is ours but idle."""
-    match = _TEMPORARY_NAME.match(name)
-    if match is None:
-        return False
-    pid = int(match["pid"])
-    if pid == os.getpid():
-        with _temporaries_lock:
-            return name not in _temporaries_being_written
-    if os.name != "posix":  # os.kill(pid, 0) would signal it there, not probe it
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, OverflowError):  # PermissionError: alive, another user's
-        return False
-    return False
-
-
-def _remove_stale_temporaries(directory: str) -> list[str]:
-    """Delete the temporaries that killed or failed writes left in `directory`; returns the paths removed.
-
-    Runs before every atomic write into a directory (see the module docstring for what counts as stale).
-    """
-    try:
-        names = os.listdir(directory or ".")
-    except OSError:
-        return []
-    removed = []
-    for name in names:
-        if _is_stale_temporary(name):
-            path = os.path.join(directory, name)
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                continue  # its writer renamed it, or another cleanup got there first
-            except OSError as e:
-                _log.warning("Could not remove stale checkpoint temporary %s: %s", path, e)
-                continue
-            _log.info("Removed stale checkpoint temporary %s", path)
-            removed.append(path)
-    return removed
-
-
-def _create_temporary(directory: str, basename: str) -> tuple[int, str, str]:
-    """A new temporary beside `basename`, registered as being written: (fd, name, path)."""
-    while True:
-        name = f".{basename}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
-        path = os.path.join(directory, name)
-        with _temporaries_lock:  # registered before it exists, so no cleanup can see it unregistered
-            _temporaries_being_written.add(name)
-        try:
-            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), name, path
-        except FileExistsError:
-            pass
-        except BaseException:
-            with _temporaries_lock:
-                _temporaries_being_written.discard(name)
-            raise
-        with _temporaries_lock:
-            _temporaries_being_written.discard(name)
-
-
-@contextlib.contextmanager
-def _atomic_output(path: str) -> Iterator[IO[bytes]]:
-    """A binary file that replaces `path` only once fully written and fsynced; on any error no file is left behind.
-
-    Stale temporaries in the directory are removed first (module docstring).
-    """
-    directory = os.path.dirname(path) or "."
-    _remove_stale_temporaries(directory)
-    fd, tmp_name, tmp_path = _create_temporary(directory, os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp_path)
-        raise
-    finally:
-        with _temporaries_lock:
-            _temporaries_being_written.discard(tmp_name)
-    with contextlib.suppress(OSError):  # make the rename itself durable where the platform allows it
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 # --- the data file -----------------------------------------------------------------------------------------------
@@ -175,7 +65,7 @@ def write_data_file(prefix: str, values: dict[str, np.ndarray], dtypes: dict[str
         index[name] = {"member": member, "dtype": dtype.name, "shape": list(np.shape(value))}
     header = json.dumps({"format": _FORMAT_VERSION, "tensors": index}).encode()
     members[_INDEX_MEMBER] = np.frombuffer(header, dtype=np.uint8)
-    with _atomic_output(data_file(prefix)) as f:
+    with atomic_output(data_file(prefix)) as f:
         np.savez(f, **members)
 
 
@@ -456,7 +346,7 @@ def update_checkpoint_state(save_dir: str, model_checkpoint_path: str, all_model
     if os.path.abspath(filename) == os.path.abspath(model_checkpoint_path):
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for checkpoint state.  "
                            "Please use a different save path.")
-    with _atomic_output(filename) as f:
+    with atomic_output(filename) as f:
         f.write(state.to_text().encode())
 
 

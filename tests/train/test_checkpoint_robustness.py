@@ -1,5 +1,5 @@
-"""Robustness of checkpoint files (adplace/train/checkpoint_management.py): damaged data files raise DataLossError
-naming the file, damaged `checkpoint` state files are handled as TF does, and interrupted or killed saves leave the
+"""Robustness of checkpoint files (adplace/train/checkpoint_management.py, atomic_file.py): damaged data files raise
+DataLossError naming the file, damaged `checkpoint` state files are handled as TF does, and interrupted or killed saves leave the
 previous checkpoint intact and their temporaries are removed by the next save."""
 import functools
 import io
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import adplace as tf
 from adplace import errors
-from adplace.train import checkpoint_management
+from adplace.train import atomic_file, checkpoint_management
 
 REPO_ROOT = Path(tf.__file__).resolve().parents[1]
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -418,7 +418,7 @@ def test_exception_mid_write_keeps_the_previous_checkpoint_and_no_temporary(tmp_
         assert temporaries_seen and re.fullmatch(rf"\.m\.npz\.{os.getpid()}\.[0-9a-f]{{16}}\.tmp", temporaries_seen[0])
         assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.npz"]
         assert (tmp_path / "checkpoint").read_bytes() == state_before
-        assert not checkpoint_management._temporaries_being_written
+        assert not atomic_file._temporaries_being_written
         saver.restore(sess, prefix)
         assert sess.run(v).tolist() == [1.0, 2.0]
 
