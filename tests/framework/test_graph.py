@@ -480,6 +480,23 @@ def test_colocate_with_sets_class_attr_and_groups():
     assert c.op.colocation_groups() == [b"loc:@c"]
 
 
+def test_colocate_with_an_op_of_another_graph_is_a_value_error_naming_it():
+    other = tf.Graph()
+    with other.as_default(), tf.device("/gpu:1"):
+        foreign = tf.constant(1.0, name="foreign_const")
+    with tf.device("/cpu:0"):
+        with pytest.raises(ValueError, match="'foreign_const' is from another graph"):
+            with tf.colocate_with(foreign.op):
+                tf.constant(2.0, name="never_built")
+        with pytest.raises(ValueError, match="'foreign_const' is from another graph"):
+            with tf.get_default_graph().colocate_with(foreign):  # a tensor: its op
+                pass
+        after = tf.constant(3.0, name="after")
+    assert after.op.colocation_groups() == [b"loc:@after"]  # no colocation or device scope was left behind
+    assert after.op.device == "/device:CPU:0"
+    assert "never_built" not in [op.name for op in tf.get_default_graph().get_operations()]
+
+
 def test_op_without_colocation_has_no_class_attr():
     c = tf.constant(1.0, name="c")
     with pytest.raises(ValueError, match="_class"):

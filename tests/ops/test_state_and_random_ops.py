@@ -172,6 +172,45 @@ def test_variable_methods_assign():
         assert sess.run(v) == 2.5
 
 
+def test_use_locking_defaults_follow_tf():
+    """TF: the Assign op locks by default, AssignAdd/AssignSub do not, and Variable.assign* pass use_locking=False."""
+    v = tf.Variable(1.0, name="v")
+    defaults = {"tf.assign": tf.assign(v, 2.0), "tf.assign_add": tf.assign_add(v, 1.0),
+                "tf.assign_sub": tf.assign_sub(v, 1.0), "v.assign": v.assign(2.0), "v.assign_add": v.assign_add(1.0),
+                "v.assign_sub": v.assign_sub(1.0)}
+    assert {name: t.op.get_attr("use_locking") for name, t in defaults.items()} == {
+        "tf.assign": True, "tf.assign_add": False, "tf.assign_sub": False, "v.assign": False, "v.assign_add": False,
+        "v.assign_sub": False}
+    assert v.initializer.get_attr("use_locking") is True  # the initializer is a tf.assign
+
+
+def test_explicit_use_locking_is_kept():
+    v = tf.Variable(1.0, name="v")
+    explicit = [tf.assign(v, 2.0, use_locking=False), tf.assign_add(v, 1.0, use_locking=True),
+                tf.assign_sub(v, 1.0, use_locking=True), v.assign(2.0, use_locking=True),
+                v.assign_add(1.0, use_locking=True), v.assign_sub(1.0, use_locking=True)]
+    assert [t.op.get_attr("use_locking") for t in explicit] == [False, True, True, True, True, True]
+    with tf.Session() as sess:  # the attr changes how the write is made, not what it computes
+        sess.run(v.initializer)
+        assert [sess.run(t) for t in explicit] == [2.0, 3.0, 2.0, 2.0, 3.0, 2.0]
+
+
+def test_assign_ops_sit_with_their_variable_whatever_the_device_scope():
+    with tf.device("/job:ps"):
+        v = tf.Variable(0, name="v")
+    with tf.device("/job:worker/task:7"):
+        updates = [v.assign(1), tf.assign(v, 2), v.assign_add(1), tf.assign_sub(v, 1)]
+        initialized = v.initialized_value()
+        doubled = v * 2
+    for update in updates:
+        assert update.device == "/job:ps"
+        assert update.op.colocation_groups() == [b"loc:@v"]
+        assert update.op.get_attr("_class") == [b"loc:@v"]
+    assert v.initializer.device == "/job:ps" and v.initializer.colocation_groups() == [b"loc:@v"]
+    assert initialized.device == v.op.device == "/job:ps"
+    assert doubled.device == "/job:worker/task:7"  # an ordinary reader follows the scope
+
+
 def test_read_value_sees_latest_value():
     v = tf.Variable(1.0)
     read = v.read_value()

@@ -189,3 +189,191 @@ def test_a_ps_job_fails_at_placement_naming_the_variable():
                               "/job:ps/task:0 but available devices are")
     assert "The job 'ps' does not exist in this process" in message
     assert "distributed support" in message and "without tf.train.replica_device_setter" in message
+
+
+# --- ops on a variable sit with it (TF builds them in colocate_with(the variable)) ---------------------------------
+
+def _canonical(device: str) -> str:
+    return tf.DeviceSpec.from_string(device).to_string()
+
+
+def _variable_of(op) -> "tf.Operation":
+    """The VariableV2 an Assign or Apply* op writes (its first input, by reference)."""
+    return op.inputs[0].op
+
+
+def _assert_sits_with_its_variable(op) -> None:
+    """Same device as its variable, and the variable's colocation group: `loc:@<variable>`, or for a slot (itself
+    colocated with its primary variable) `loc:@<primary>`, as TF's colocate_with(op) takes op's groups."""
+    var = _variable_of(op)
+    assert var.type == "VariableV2", op.name
+    assert _canonical(op.device) == _canonical(var.device), op.name
+    assert op.get_attr("_class") == var.colocation_groups(), op.name
+
+
+def _model_with_updates(make_opt):
+    """Two variables, a loss, an optimizer's minimize, and explicit updates of each variable."""
+    w = tf.Variable(np.ones([3], np.float32), name="w")
+    b = tf.Variable(np.zeros([3], np.float32), name="b")
+    loss = tf.reduce_sum(tf.square(w * 2.0 + b))
+    opt = make_opt()
+    train = opt.minimize(loss)
+    updates = [tf.assign(w, tf.zeros([3])), w.assign_add(tf.ones([3])), b.assign_sub(tf.ones([3])),
+               tf.assign_add(b, tf.ones([3]))]
+    return w, b, opt, train, updates
+
+
+def _greedy():
+    return tf.contrib.training.GreedyLoadBalancingStrategy(2, tf.contrib.training.byte_size_load_fn)
+
+
+SETTERS = pytest.mark.parametrize("setter_args", [
+    {"ps_tasks": 2}, {"cluster": CLUSTER}, {"ps_tasks": 2, "ps_strategy": "greedy"},
+], ids=["ps_tasks", "cluster", "greedy"])
+OPTIMIZERS = pytest.mark.parametrize("make_opt, apply_type, slot_names", [
+    (lambda: tf.train.AdamOptimizer(), "ApplyAdam", ["m", "v"]),
+    (lambda: tf.train.GradientDescentOptimizer(0.1), "ApplyGradientDescent", []),
+], ids=["adam", "sgd"])
+
+
+@SETTERS
+@OPTIMIZERS
+def test_initializers_updates_slots_and_apply_ops_get_their_variables_ps_task(setter_args, make_opt, apply_type,
+                                                                              slot_names):
+    if setter_args.get("ps_strategy") == "greedy":
+        setter_args = dict(setter_args, ps_strategy=_greedy())
+    with tf.device(tf.train.replica_device_setter(**setter_args)):
+        w, b, opt, train, updates = _model_with_updates(make_opt)
+    assert (w.device, b.device) == ("/job:ps/task:0", "/job:ps/task:1")
+    ops = tf.get_default_graph().get_operations()
+    applies = [op for op in ops if op.type == apply_type]
+    assert sorted(_variable_of(op).name for op in applies) == ["b", "w"]
+    for op in [w.initializer, b.initializer] + [t.op for t in updates] + applies:
+        _assert_sits_with_its_variable(op)
+    for var in (w, b):
+        assert var.initializer.device == var.device
+        for name in slot_names:
+            slot = opt.get_slot(var, name)
+            assert slot.device == var.device, (var.op.name, name)
+            assert slot.op.colocation_groups() == [b"loc:@" + var.op.name.encode()]
+            _assert_sits_with_its_variable(slot.initializer)
+    model = [op for op in ops if op.type in ("Square", "Sum") or op.name.startswith("gradients/")]
+    assert model and {op.device for op in model} == {"/job:worker"}  # the rest follows the worker
+
+
+def test_beta_accumulators_sit_with_the_first_variable_by_name():
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2)):
+        w, b, opt, _, _ = _model_with_updates(tf.train.AdamOptimizer)
+    beta1, beta2 = opt._get_non_slot_variable("beta1_power"), opt._get_non_slot_variable("beta2_power")
+    for beta in (beta1, beta2):
+        assert beta.device == b.device == "/job:ps/task:1"  # "b" < "w"
+        assert beta.op.colocation_groups() == [b"loc:@b"]
+    for op in tf.get_default_graph().get_operations():
+        if op.type == "Assign" and op.name.startswith("Adam/"):  # the beta-power updates of each step
+            assert op.device == "/job:ps/task:1" and op.get_attr("_class") == [b"loc:@b"]
+
+
+def test_inner_device_scopes_move_neither_updates_nor_apply_ops():
+    """TF's testCPUOverride, then updates built under other scopes still follow their variable."""
+    with tf.device(tf.train.replica_device_setter(cluster=CLUSTER)):
+        with tf.device("/cpu:0"):
+            v = tf.Variable([1.0, 2.0], name="v")
+        w = tf.Variable([2.0, 1.0], name="w")
+        with tf.device("/cpu:0"):
+            a = v + w
+        with tf.device("/job:worker/task:1/device:GPU:0"):
+            train = tf.train.AdamOptimizer().minimize(tf.reduce_sum(a * a))
+            with tf.device("/cpu:0"):
+                updates = [tf.assign(v, [0.0, 0.0]), w.assign_add([1.0, 1.0])]
+    assert _canonical(v.device) == _canonical(v.initializer.device) == "/job:ps/task:0/device:CPU:0"
+    assert _canonical(w.device) == _canonical(w.initializer.device) == "/job:ps/task:1"
+    assert _canonical(a.device) == "/job:worker/device:CPU:0"
+    ops = tf.get_default_graph().get_operations()
+    applies = [op for op in ops if op.type == "ApplyAdam"]
+    assert len(applies) == 2
+    for op in applies + [t.op for t in updates]:
+        _assert_sits_with_its_variable(op)
+    assert train.type == "NoOp"
+
+
+def test_a_variable_pinned_to_another_job_keeps_its_ops():
+    """TF's testPS2TasksPinVariableToJob: an explicit job wins; an explicit ps job still gets a task."""
+    with tf.device(tf.train.replica_device_setter(cluster=CLUSTER)):
+        v = tf.Variable([1, 2], name="v")
+        with tf.device("/job:moon"):
+            w = tf.Variable([2, 1], name="w")
+            with tf.device("/job:ps"):
+                x = tf.Variable([0, 1], name="x")
+        a = v + w + x
+        updates = [v.assign([0, 0]), tf.assign_add(w, [1, 1]), x.assign_sub([1, 1])]
+    assert [(var.device, var.initializer.device) for var in (v, w, x)] == [
+        ("/job:ps/task:0", "/job:ps/task:0"), ("/job:moon", "/job:moon"), ("/job:ps/task:1", "/job:ps/task:1")]
+    assert a.device == "/job:worker"
+    for update in updates:
+        _assert_sits_with_its_variable(update.op)
+
+
+def test_a_cpu_ps_device():
+    """TF's testPS2TasksUseCpuForPS."""
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1, ps_device="/cpu:0")):
+        v = tf.Variable([1, 2], name="v")
+        with tf.device("/job:moon"):
+            w = tf.Variable([2, 1], name="w")
+        a = v + w
+        update = w.assign([3, 3])
+    assert _canonical(v.device) == _canonical(v.initializer.device) == "/device:CPU:0"
+    assert _canonical(w.device) == _canonical(w.initializer.device) == "/job:moon/device:CPU:0"
+    assert a.device == "/job:worker"
+    _assert_sits_with_its_variable(update.op)
+
+
+def test_assign_to_device_keeps_updates_and_apply_ops_on_the_variables_cpu():
+    with tf.device(tf.assign_to_device("/gpu:0")):
+        w, b, opt, _, updates = _model_with_updates(tf.train.AdamOptimizer)
+    ops = tf.get_default_graph().get_operations()
+    applies = [op for op in ops if op.type == "ApplyAdam"]
+    assert w.device == b.device == "/device:CPU:0"
+    for op in applies + [t.op for t in updates] + [w.initializer, b.initializer]:
+        _assert_sits_with_its_variable(op)
+        assert op.device == "/device:CPU:0"
+    for var in (w, b):
+        assert [opt.get_slot(var, name).device for name in ("m", "v")] == ["/device:CPU:0"] * 2
+    assert {op.device for op in ops if op.type == "Square"} == {"/gpu:0"}
+
+
+@pytest.mark.parametrize("scope", ["device_scopes", "assign_to_device"])
+def test_placement_log_puts_every_update_on_its_variables_device(gpus, capsys, scope):
+    from placement_log import CPU0, GPU0, GPU1, placement_lines
+    if scope == "device_scopes":
+        with tf.device("/gpu:1"):
+            w = tf.Variable(np.ones([2], np.float32), name="w")
+        with tf.device("/cpu:0"):
+            b = tf.Variable(np.zeros([2], np.float32), name="b")
+        with tf.device("/gpu:0"):
+            loss = tf.reduce_sum(tf.square(w * 2.0 + b))
+            train = tf.train.AdamOptimizer().minimize(loss)
+            updates = tf.group(tf.assign(w, tf.ones([2])), b.assign_add(tf.ones([2])))
+        expected = {"w": GPU1, "b": CPU0}
+    else:
+        with tf.device(tf.assign_to_device("/gpu:0")):
+            w, b, _, train, update_list = _model_with_updates(tf.train.AdamOptimizer)
+            updates = tf.group(*update_list)
+        expected = {"w": CPU0, "b": CPU0}
+    sess = tf.Session(config=tf.ConfigProto(log_device_placement=True))
+    sess.run(tf.global_variables_initializer())
+    sess.run([train, updates])
+    lines = placement_lines(capsys.readouterr().out)
+    graph = tf.get_default_graph()
+    logged = {name: device for name, _, device in lines}
+    checked = 0
+    for name, op_type, device in lines:
+        if op_type in ("Assign", "AssignAdd", "AssignSub") or op_type.startswith("Apply"):
+            var = _variable_of(graph.get_operation_by_name(name))
+            assert device == logged[var.name] == sess.placement(var), name
+            if var.name in expected:
+                assert device == expected[var.name], name
+            checked += 1
+    assert checked >= 8  # initializers (w, b, 4 slots, 2 beta powers), 2 ApplyAdam, 2 beta updates, 2 updates
+    assert logged["Adam/update_w/ApplyAdam"] == expected["w"] and logged["Adam/update_b/ApplyAdam"] == expected["b"]
+    if scope == "device_scopes":
+        assert logged["Square"] == GPU0

@@ -230,6 +230,29 @@ def test_training_ops_are_not_differentiable_and_have_float_kernels(op_type):
         assert not registry.has_kernel(op_type, device_type, tf.int32)
 
 
+@pytest.mark.parametrize("make_opt", [
+    lambda **kw: tf.train.GradientDescentOptimizer(0.1, **kw),
+    lambda **kw: tf.train.MomentumOptimizer(0.1, 0.9, **kw),
+    lambda **kw: tf.train.AdamOptimizer(**kw),
+    lambda **kw: tf.train.RMSPropOptimizer(0.1, momentum=0.5, **kw),
+    lambda **kw: tf.train.RMSPropOptimizer(0.1, centered=True, **kw),
+    lambda **kw: tf.train.AdagradOptimizer(0.1, **kw),
+], ids=["sgd", "momentum", "adam", "rmsprop", "centered_rmsprop", "adagrad"])
+@pytest.mark.parametrize("use_locking", [None, False, True])
+def test_update_ops_carry_the_optimizers_use_locking(make_opt, use_locking):
+    """TF: each Apply* op (and Adam's beta-power updates) gets the optimizer's use_locking, False by default."""
+    w = tf.Variable(VAR0.astype(np.float32), name="w")
+    graph = tf.get_default_graph()
+    before = len(graph.get_operations())
+    opt = make_opt() if use_locking is None else make_opt(use_locking=use_locking)
+    opt.minimize(tf.reduce_sum(w * w))
+    new_ops = graph.get_operations()[before:]
+    updates = [op for op in new_ops if op.type.startswith("Apply")]
+    updates += [op for op in new_ops if op.type == "Assign" and op.name.startswith(opt.get_name() + "/")]
+    assert len([op for op in updates if op.type.startswith("Apply")]) == 1
+    assert [op.get_attr("use_locking") for op in updates] == [bool(use_locking)] * len(updates)
+
+
 def test_training_op_static_shape_and_dtype_errors():
     w = tf.Variable(np.zeros([3, 1], np.float32), name="w")
     with pytest.raises(ValueError, match=r"Dimension 0 in both shapes must be equal, but are 3 and 2\. Shapes are "

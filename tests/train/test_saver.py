@@ -1,6 +1,7 @@
 """Tests for adplace.train.saver: tf.train.Saver round trips, checkpoint state, max_to_keep, restore errors that
 leave every variable unchanged, and atomic saves."""
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -412,3 +413,90 @@ def test_checkpoint_reader(tmp_path):
         reader.get_tensor("x")
     with pytest.raises(ValueError, match="Couldn't find 'checkpoint' file"):
         tf.train.list_variables(str(tmp_path / "empty"))
+
+
+# --- saving and restoring while other threads train ---------------------------------------------------------------
+
+JOIN_S = 60.0  # a bound for training threads that must stop: only a hang reaches it
+
+
+def _two_counter_step():
+    """a += 1, some work, b += 1 in one step (locked, so no increment is lost): between steps a == b."""
+    a, b = tf.Variable(0.0, name="a"), tf.Variable(0.0, name="b")
+    inc_a = tf.assign_add(a, 1.0, use_locking=True)
+    with tf.control_dependencies([inc_a]):
+        x = tf.constant(np.eye(48, dtype=np.float32) * 0.5)
+        slow = tf.reduce_sum(tf.tanh(tf.matmul(tf.matmul(x, x), tf.sin(x)) + tf.cos(x)))
+    with tf.control_dependencies([slow]):
+        inc_b = tf.assign_add(b, 1.0, use_locking=True)
+    return a, b, inc_b.op
+
+
+class _Trainers:
+    """`n` threads running `step` in one session until stopped; each counts its steps."""
+
+    def __init__(self, sess, step, n: int = 4):
+        self.stop, self.counts, self.errors = threading.Event(), [0] * n, []
+        self.started = [threading.Event() for _ in range(n)]
+        self.threads = [threading.Thread(target=self._train, args=(sess, step, i), daemon=True) for i in range(n)]
+
+    def _train(self, sess, step, i: int) -> None:
+        try:
+            while not self.stop.is_set():
+                sess.run(step)
+                self.counts[i] += 1
+                self.started[i].set()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.errors.append(e)
+            self.started[i].set()
+
+    def __enter__(self):
+        for thread in self.threads:
+            thread.start()
+        for event in self.started:
+            assert event.wait(JOIN_S)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(JOIN_S)
+            assert not thread.is_alive()
+        assert self.errors == []
+        return False
+
+
+def test_every_checkpoint_saved_while_four_threads_train_holds_whole_steps(tmp_path):
+    a, b, step = _two_counter_step()
+    saver = tf.train.Saver([a, b], max_to_keep=None)
+    sess = tf.Session()
+    sess.run([a.initializer, b.initializer])
+    saved = []
+    with _Trainers(sess, step) as trainers:
+        for i in range(30):
+            reader = tf.train.load_checkpoint(saver.save(sess, str(tmp_path / "model"), global_step=i))
+            saved.append((float(reader.get_tensor("a")), float(reader.get_tensor("b"))))
+    half_steps = [(i, pair) for i, pair in enumerate(saved) if pair[0] != pair[1]]
+    assert half_steps == [], f"{len(half_steps)} of 30 checkpoints hold half a step: {half_steps[:5]}"
+    assert [x for x, _ in saved] == sorted(x for x, _ in saved) and saved[-1][0] > 0
+    assert sess.run([a, b]) == [float(sum(trainers.counts))] * 2
+
+
+def test_restores_while_four_threads_train_leave_whole_steps(tmp_path):
+    a, b, step = _two_counter_step()
+    saver = tf.train.Saver([a, b])
+    sess = tf.Session()
+    sess.run([a.initializer, b.initializer])
+    for _ in range(3):
+        sess.run(step)
+    path = saver.save(sess, str(tmp_path / "three_steps"))
+    after_restore = []
+    with _Trainers(sess, step):
+        for i in range(20):
+            saver.restore(sess, path)
+            reader = tf.train.load_checkpoint(saver.save(sess, str(tmp_path / "check"), global_step=i,
+                                                         write_state=False))
+            after_restore.append((float(reader.get_tensor("a")), float(reader.get_tensor("b"))))
+    assert all(x == y >= 3.0 for x, y in after_restore), after_restore
+    final_a, final_b = sess.run([a, b])
+    assert final_a == final_b >= 3.0
