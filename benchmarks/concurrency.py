@@ -64,7 +64,8 @@ import numpy as np
 import adplace as tf
 
 try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.concurrency
-    from dispatch import _blas_limit, _fmt_time, bench_adam10, compare, machine_info, source_info, write_results
+    from dispatch import (_blas_limit, _fmt_time, bench_adam10, compare, machine_info, print_table, source_info,
+                          write_results)
 except ImportError:  # pragma: no cover - the package-style import
     from benchmarks.dispatch import (_blas_limit, _fmt_time, bench_adam10, compare, machine_info, source_info,
                                      write_results)
@@ -400,15 +401,6 @@ def summarise_threads(reports: list[dict]) -> dict:
     return out
 
 
-def _table(header, rows) -> None:
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    line = "  ".join("{:<%d}" % w for w in widths)
-    print(line.format(*header).rstrip())
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print(line.format(*r).rstrip())
-
-
 def _fmt_num(x) -> str:
     return "-" if x is None else f"{x:.0f}"
 
@@ -520,10 +512,10 @@ def main(argv=None) -> int:
                                _exact_text(e, "global_step"), _exact_text(e, "locked_counter"), str(e["errors"])))
 
     print("dispatch overhead (median time of one call)")
-    _table(header, rows)
+    print_table(header, rows)
     print()
     print("Adam training steps on N threads sharing one session (the same total steps for every N)")
-    _table(t_header, t_rows)
+    print_table(t_header, t_rows)
     print()
     locked = {side: dispatch[side]["assign_locked"]["locked_over_unlocked"] for side in sides}
     print("assign_add locked/unlocked in the same process: "

@@ -379,6 +379,16 @@ def bench_wide_matmul(samples: int) -> dict:
 
 
 # --- report -----------------------------------------------------------------------------------------------------------
+def print_table(header: list, rows: list) -> None:
+    """Rows as left-aligned columns under `header` and a rule, as every benchmark here prints them."""
+    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    line = "  ".join("{:<%d}" % w for w in widths)
+    print(line.format(*header).rstrip())
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line.format(*row).rstrip())
+
+
 def _fmt_time(us: float) -> str:
     if us < 1000:
         return f"{us:.2f} us"
@@ -537,13 +547,8 @@ def main(argv=None) -> int:
         results["benchmarks"][label] = entry
         prev = n
 
-    header = ("benchmark", "adplace median", "numpy median", "ratio", "target", "TF1 peer", "met?")
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    line = "  ".join("{:<%d}" % w for w in widths)
-    print(line.format(*header))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print(line.format(*r))
+    header = ["benchmark", "adplace median", "numpy median", "ratio", "target", "TF1 peer", "met?"]
+    print_table(header, rows)
     notes = [f"chain1000 baseline: the faster of a NumPy loop ({_fmt_time(micro['chain1000']['median_us']['numpy_loop'])})"
              f" and straight-line code ({_fmt_time(micro['chain1000']['median_us']['numpy_straight'])}): "
              f"{micro['chain1000']['numpy_baseline']}; plan tiered up: {micro['chain1000']['plan_tiered_up']}"]

@@ -50,7 +50,7 @@ import adplace as tf
 from adplace.runtime.thread_pool import available_cpus  # the CPU count the executor sizes its pool by
 
 try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.towers
-    from dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info, parse_args,
+    from dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info, parse_args, print_table,
                           source_info, write_results)
 except ImportError:  # pragma: no cover - the package-style import
     from benchmarks.dispatch import (_blas_limit, _fmt_time, _sources_digest, compare, machine_info,
@@ -216,12 +216,7 @@ def main(argv=None) -> int:
             "adplace_over_numpy_threads": med["n_devices"] / med["numpy_threads"],
             "plans": r["plans"], "target_speedup_min": TARGET_SPEEDUP if target else None, "met": met}
 
-    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    line = "  ".join("{:<%d}" % w for w in widths)
-    print(line.format(*header).rstrip())
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print(line.format(*row).rstrip())
+    print_table(header, rows)
     print()
     print(f"tower = chain of {k} float32 {SIZE}x{SIZE} matmuls; {cpus} CPU(s) available; speed-up = one device / "
           f"N devices; medians over {samples} samples")
