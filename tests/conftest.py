@@ -4,6 +4,8 @@
     @pytest.mark.parametrize("gpus", [4], indirect=True)
     def test_four_towers(gpus): ...               # 4 virtual GPUs
 """
+import sys
+
 import pytest
 
 import adplace as tf
@@ -21,6 +23,15 @@ def _fresh_graph_and_devices(monkeypatch):
     tf.reset_default_graph()
     yield
     tf.config.set_virtual_gpus(None)
+
+
+@pytest.fixture
+def fast_switching():
+    """Threads switch every microsecond instead of every 5 ms, so races land inside kernels and placement rounds."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(previous)
 
 
 @pytest.fixture

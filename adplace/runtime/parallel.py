@@ -20,6 +20,7 @@ from collections import deque
 
 from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.runtime.executor import _as_tuple, deadline_exceeded, run_step
+from adplace.runtime.variable_state import interrupts_deferred
 
 DISPATCH_NS = 25_000      # handing a step to another thread: queue, wake-up, GIL hand-over (measured, 2-core host)
 STEP_NS = 3_000           # bookkeeping per step in a parallel run (lock, ready counts, frees)
@@ -237,14 +238,18 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
             slots[slot] = value
         if not kernels:
             return [convert(slots[slot]) for slot, convert in fetches]
-        try:
-            _drive(state, feeds)
-        except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the caller: cancel, let the workers stop, re-raise
-            with state.cond:
-                if state.error is None:
-                    state.error = exc
-            _cancel(state)
-        interrupt = _wait_for_workers(state)
+        # A KeyboardInterrupt raised inside this thread's bookkeeping could leave the run's lock held or its count of
+        # working threads wrong, and hang the run: Ctrl-C cancels the run instead, and is raised once every worker
+        # has stopped.
+        with interrupts_deferred(lambda: _interrupt(state)):
+            try:
+                _drive(state, feeds)
+            except BaseException as exc:  # noqa: BLE001 - a kernel's error in this thread: cancel, wait, re-raise
+                with state.cond:
+                    if state.error is None:
+                        state.error = exc
+                _cancel(state)
+            interrupt = _wait_for_workers(state)
         if state.error is not None:
             raise state.error
         if interrupt is not None:
@@ -291,6 +296,12 @@ def _wait_for_workers(run: _Run) -> BaseException | None:
             interrupt = exc
             with run.cond:
                 run.cancelled = True
+
+
+def _interrupt(run: _Run) -> None:
+    """Ctrl-C in the caller's thread: called from a signal handler, which may run while that thread holds the lock."""
+    run.cancelled = True
+    run.queue.put(_DONE)  # SimpleQueue.put may be called from a signal handler
 
 
 def _cancel(run: _Run, timed_out: bool = False) -> None:

@@ -2,7 +2,6 @@
 plans), deadlines that name their timeout and op and undo the step, a Ctrl-C after commit that keeps the step, a
 failed step that undoes only what no other step wrote since, and a graph growing while the session runs it."""
 import re
-import sys
 import threading
 import time
 
@@ -243,17 +242,8 @@ def test_a_failed_step_keeps_what_another_step_wrote_since_and_names_only_that_v
 
 # --- a graph growing while the session runs -----------------------------------------------------------------------
 
-@pytest.fixture
-def frequent_thread_switches():
-    """Switch threads every 10 us instead of 5 ms, so a builder thread adds ops in the middle of placement rounds."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    yield
-    sys.setswitchinterval(interval)
-
-
 @pytest.mark.parametrize("attempt", range(3))  # a race: each attempt gives the old placer another chance to fail
-def test_building_the_graph_from_a_thread_while_another_runs_the_session(frequent_thread_switches, attempt):
+def test_building_the_graph_from_a_thread_while_another_runs_the_session(fast_switching, attempt):
     graph = tf.Graph()
     with graph.as_default():
         base = tf.constant(1.0, name="base")

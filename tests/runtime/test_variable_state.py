@@ -311,3 +311,31 @@ def test_in_another_thread_it_is_a_plain_block(default_sigint):
     thread.join(JOIN_S)
     assert not thread.is_alive()
     assert seen == [signal.default_int_handler, "propagates"]  # no handler was installed from the thread
+
+
+def test_with_cancel_the_interrupt_cancels_at_once_and_is_raised_when_the_block_ends(default_sigint):
+    """A parallel run's caller: Ctrl-C calls `cancel` in the handler (the run stops starting kernels) and the
+    KeyboardInterrupt itself comes only once the block (the wait for the workers) has ended."""
+    events = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred(lambda: events.append("cancelled")):
+            signal.raise_signal(signal.SIGINT)
+            events.append("block goes on")
+            signal.raise_signal(signal.SIGINT)  # a second Ctrl-C cancels again; one KeyboardInterrupt is raised
+            events.append("block ends")
+    assert events == ["cancelled", "block goes on", "cancelled", "block ends"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_with_cancel_a_handler_that_does_not_raise_cancels_nothing():
+    calls = []
+
+    def handler(signum, frame):
+        calls.append("handled")
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        with interrupts_deferred(lambda: calls.append("cancelled")):
+            signal.raise_signal(signal.SIGINT)
+        assert calls == ["handled"]
+    finally:
+        signal.signal(signal.SIGINT, previous)
