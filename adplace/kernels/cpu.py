@@ -606,26 +606,39 @@ def _variable(op, ctx):
     return read
 
 
-def _assign_family(op_type: str, update):
-    """Assign/AssignAdd/AssignSub: compute the new value, then store it under the variable's lock, journaled so a
-    failed step can undo it. With `use_locking` the lock is held from reading the old value to storing the new one
-    (TF's defaults: Assign locks, AssignAdd/AssignSub do not)."""
+@kernel("Assign", gpu_types=GPU_VARIABLE)
+def _assign(op, ctx):
+    """Store a copy of the value under the variable's lock, journaled so a failed step can undo it. Reading nothing
+    old, it is the same with or without `use_locking`: a store is always whole."""
+    var_op = ref_variable(op._inputs[0])
+    cell = ctx.variable(var_op)
+    lock, steps, xp = cell.lock, ctx.steps, ctx.xp
+    static = var_op._attrs["shape"]
+    check_shape = op._attrs.get("validate_shape", True) and static.is_fully_defined()
+    static_dims = tuple(static.as_list()) if check_shape else None
+
+    def assign(value):
+        if check_shape and xp.shape(value) != static_dims:
+            raise InvalidArgumentError(None, op, f"Assign requires shapes of both tensors to match. lhs shape= "
+                                       f"{dims_text(static_dims)} rhs shape= {dims_text(xp.shape(value))}")
+        new = xp.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
+        with lock:
+            cell.store(new, steps.slot.journal)
+        return new
+    return assign
+
+
+def _update_family(update: str):
+    """AssignAdd/AssignSub: `update(old value, input)`, stored under the variable's lock, journaled. With
+    `use_locking` the lock is held from reading the old value to storing the new one, an atomic update; without it
+    (TF's default) only the store is, and concurrent updates may be lost (Hogwild)."""
     def factory(op, ctx):
         var_op = ref_variable(op._inputs[0])
         cell = ctx.variable(var_op)
-        lock, steps = cell.lock, ctx.steps
-        static = var_op._attrs["shape"]
-        check_shape = op._attrs.get("validate_shape", True) and static.is_fully_defined()
-        static_dims = tuple(static.as_list()) if check_shape else None
-        xp = ctx.xp
-        combine = None if update is None else getattr(xp, update)
+        lock, steps, xp = cell.lock, ctx.steps, ctx.xp
+        combine = getattr(xp, update)
 
-        def new_value(value):
-            if combine is None:
-                if check_shape and xp.shape(value) != static_dims:
-                    raise InvalidArgumentError(None, op, f"Assign requires shapes of both tensors to match. lhs shape"
-                                               f"= {dims_text(static_dims)} rhs shape= {dims_text(xp.shape(value))}")
-                return xp.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
+        def checked_update(value):
             old = cell.value
             if old is None:
                 raise _uninitialized(op, var_op)
@@ -635,20 +648,20 @@ def _assign_family(op_type: str, update):
                                            f"{dims_text(xp.shape(value))}, shapes must be equal.")
             return combine(old, value)
 
-        if _use_locking(op, default=op_type == "Assign"):
-            def assign_locked(value):
+        if _use_locking(op, default=False):
+            def update_locked(value):
                 with lock:
-                    new = new_value(value)
+                    new = checked_update(value)
                     cell.store(new, steps.slot.journal)
                 return new
-            return assign_locked
+            return update_locked
 
-        def assign(value):
-            new = new_value(value)
+        def update_unlocked(value):
+            new = checked_update(value)
             with lock:
                 cell.store(new, steps.slot.journal)
             return new
-        return assign
+        return update_unlocked
     return factory
 
 
@@ -657,9 +670,8 @@ def _use_locking(op, default: bool) -> bool:
     return default if locking is None else bool(locking)
 
 
-kernel("Assign", gpu_types=GPU_VARIABLE)(_assign_family("Assign", None))
-kernel("AssignAdd", gpu_types=GPU_VARIABLE)(_assign_family("AssignAdd", "add"))
-kernel("AssignSub", gpu_types=GPU_VARIABLE)(_assign_family("AssignSub", "subtract"))
+kernel("AssignAdd", gpu_types=GPU_VARIABLE)(_update_family("add"))
+kernel("AssignSub", gpu_types=GPU_VARIABLE)(_update_family("subtract"))
 
 
 @kernel("IsVariableInitialized", gpu_types=GPU_VARIABLE)

@@ -253,7 +253,7 @@ class BaseSession:
         slot = self._steps.slot
         if slot.in_step:  # run from inside a step of this thread (a kernel calling run): part of that step
             return self._execute_plain(plan, feeds, build, observed)
-        journal: dict = {}
+        journal: list = []
         silent = _enter_silent()
         try:
             slot.in_step = True

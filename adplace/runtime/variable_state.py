@@ -39,14 +39,10 @@ class VariableCell:
         self.lock = threading.Lock()
         self.order = order  # a global lock order: multi-variable ops take their locks sorted by it
 
-    def store(self, new, journal: dict | None) -> None:
-        """Replace the value; the caller holds `self.lock`. The step's journal keeps what its first write replaced."""
+    def store(self, new, journal: list | None) -> None:
+        """Replace the value; the caller holds `self.lock`. The step's journal gets (cell, old value, old version)."""
         if journal is not None:
-            entry = journal.get(self)
-            if entry is None:
-                journal[self] = [self.value, self.version, 1]
-            else:
-                entry[2] += 1
+            journal.append((self, self.value, self.version))
         self.value = new
         self.version += 1
 
@@ -54,14 +50,23 @@ class VariableCell:
         return f"<VariableCell {self.name!r} version={self.version}>"
 
 
-def rollback(journal: dict) -> list[str]:
+def rollback(journal: list) -> list[str]:
     """Undo a failed step: restore each variable it wrote unless another step wrote it since.
 
-    Returns the names of the variables left with the other step's value. A restored variable gets back its old
-    version too, so a step that wrote it before this one can still undo its own write later.
+    For each variable, the journal's first record holds the value and version before the step's first write, and
+    the number of records is the step's writes: the variable is untouched by others exactly when its version is
+    that version plus those writes. Returns the names of the variables left with the other step's value. A restored
+    variable gets back its old version too, so a step that wrote it before this one can still undo its own write.
     """
+    first: dict = {}  # cell -> [old value, old version, writes], in first-write order
+    for cell, old, version in journal:
+        entry = first.get(cell)
+        if entry is None:
+            first[cell] = [old, version, 1]
+        else:
+            entry[2] += 1
     kept = []
-    for cell, (old, version, writes) in journal.items():
+    for cell, (old, version, writes) in first.items():
         with cell.lock:
             if cell.version == version + writes:
                 cell.value, cell.version = old, version

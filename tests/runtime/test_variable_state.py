@@ -33,14 +33,14 @@ def _wait_for(condition, what: str) -> None:
 
 # --- VariableCell.store -------------------------------------------------------------------------------------------
 
-def test_store_journals_the_first_old_value_and_version_and_counts_writes():
+def test_store_journals_each_old_value_and_version_in_order():
     cell = _cell("original")
-    journal: dict = {}
+    journal: list = []
     _write(cell, "first", journal)
-    assert journal == {cell: ["original", 0, 1]}
+    assert journal == [(cell, "original", 0)]
     _write(cell, "second", journal)
     _write(cell, "third", journal)
-    assert journal[cell] == ["original", 0, 3]  # the value before the step's first write, kept
+    assert journal == [(cell, "original", 0), (cell, "first", 1), (cell, "second", 2)]
     assert (cell.value, cell.version) == ("third", 3)
 
 
@@ -52,32 +52,33 @@ def test_store_without_a_journal_still_bumps_the_version():
 
 def test_each_journal_records_its_own_steps_view():
     cell = _cell("original")
-    step_a, step_b = {}, {}
+    step_a, step_b = [], []
     _write(cell, "A", step_a)
     _write(cell, "B", step_b)
-    assert step_a[cell] == ["original", 0, 1]
-    assert step_b[cell] == ["A", 1, 1]
+    assert step_a == [(cell, "original", 0)]
+    assert step_b == [(cell, "A", 1)]
 
 
 # --- rollback -----------------------------------------------------------------------------------------------------
 
 def test_rollback_restores_value_and_version_when_no_other_step_wrote():
     v, w = _cell("v0", "v"), _cell("w0", "w")
-    journal: dict = {}
+    journal: list = []
     for value in ("v1", "v2"):
         _write(v, value, journal)
     _write(w, "w1", journal)
+    _write(v, "v3", journal)  # a step may write a variable again after writing another
     assert rollback(journal) == []
     assert (v.value, v.version, w.value, w.version) == ("v0", 0, "w0", 0)
-    assert journal == {}
+    assert journal == []
 
 
 def test_rollback_keeps_a_value_another_step_wrote_since_and_names_it():
     v, w = _cell("v0", "v"), _cell("w0", "w")
-    mine: dict = {}
+    mine: list = []
     _write(v, "mine", mine)
     _write(w, "mine", mine)
-    _write(v, "theirs", {})
+    _write(v, "theirs", [])
     assert rollback(mine) == ["v"]
     assert v.value == "theirs"
     assert w.value == "w0"
@@ -85,7 +86,7 @@ def test_rollback_keeps_a_value_another_step_wrote_since_and_names_it():
 
 def test_unjournaled_write_since_also_counts_as_another_steps():
     v = _cell("v0")
-    mine: dict = {}
+    mine: list = []
     _write(v, "mine", mine)
     _write(v, "loaded", None)  # e.g. Variable.load, outside any step's journal
     assert rollback(mine) == ["v"]
@@ -94,7 +95,7 @@ def test_unjournaled_write_since_also_counts_as_another_steps():
 
 def test_later_step_undoes_first_then_earlier_step_undoes_back_to_the_original():
     v = _cell("original")
-    step_a, step_b = {}, {}
+    step_a, step_b = [], []
     _write(v, "A", step_a)
     _write(v, "B", step_b)
     assert rollback(step_b) == []
@@ -105,7 +106,7 @@ def test_later_step_undoes_first_then_earlier_step_undoes_back_to_the_original()
 
 def test_earlier_step_undoes_first_keeps_the_later_write_then_later_step_brings_back_the_earlier_value():
     v = _cell("original")
-    step_a, step_b = {}, {}
+    step_a, step_b = [], []
     _write(v, "A", step_a)
     _write(v, "B", step_b)
     assert rollback(step_a) == ["v"]
@@ -339,3 +340,13 @@ def test_with_cancel_a_handler_that_does_not_raise_cancels_nothing():
         assert calls == ["handled"]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_write_by_another_step_between_two_of_mine_is_kept():
+    v = _cell("original")
+    mine: list = []
+    _write(v, "mine 1", mine)
+    _write(v, "theirs", [])
+    _write(v, "mine 2", mine)  # the version is again mine + 1, but another step wrote in between
+    assert rollback(mine) == ["v"]
+    assert v.value == "mine 2"
