@@ -85,7 +85,7 @@ def deadline_exceeded(deadline: Deadline, op=None, device=None) -> errors.Deadli
         f"while op '{op.name}' ({op.type}) was running on {getattr(device, 'name', device)}"
     return errors.DeadlineExceededError(None, op, f"Timed out waiting for notification: the step passed its "
                                         f"{deadline.timeout_ms} ms deadline ({deadline.source}) {where}; no later "
-                                        f"op started and the step's variable writes were undone.")
+                                        f"op started.")
 
 
 def run_step(kernel, in_slots, out_slots, slots):
