@@ -16,11 +16,8 @@ import numpy as np
 
 from adplace.framework import errors
 from adplace.framework.operation import is_variable_op, ref_variable
-from adplace.framework.registry import kernel_factory
-from adplace.kernels import gpu as _gpu
 from adplace.kernels.cpu import unfed_placeholder_error
 from adplace.runtime import fusion as _fusion
-from adplace.runtime.variable_state import StepGate, VariableCell
 
 CODEGEN_MAX_STEPS = 20000  # larger plans stay interpreted: compiling a million-line function costs seconds
 TIER_UP_AFTER_RUNS = 2     # interpreted runs before a plan is compiled to straight-line code
@@ -48,11 +45,6 @@ class Step(NamedTuple):
     op: object
     device: object
     transfer: Transfer | None
-
-
-def _copy_between_devices(value):
-    """A transfer on NumPy-backed devices: a real copy, so the destination owns its buffer."""
-    return value.copy()
 
 
 def _fetch_value(value):
@@ -448,88 +440,3 @@ def _schedule_frees(plan: Plan, keep: set) -> None:
         if index >= 0:
             held = frees[index]
             frees[index] = slot if held is _NOTHING else _as_tuple(held) + (slot,)
-
-
-class KernelContext:
-    """What kernel factories may ask of the session: variable cells, per-op random streams, the steps' journals
-    (`steps.slot.journal`: the running step's, per thread), and the array module of the device a kernel is built for
-    (NumPy here; adplace.kernels.gpu's context for CUDA)."""
-
-    xp = np
-    fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
-
-    def __init__(self, placement):
-        self._placement = placement
-        self._cells: dict[int, VariableCell] = {}
-        self._rngs: dict[int, np.random.Generator] = {}
-        self._kernels: list = []        # op id -> kernel (a list: graphs reach millions of ops)
-        self.gate = StepGate()           # snapshots against variable-writing steps
-        self.steps = self.gate.steps     # per thread: the journal of the step it runs kernels for
-        self._cuda: dict = {}            # CUDA device -> its adplace.kernels.gpu.DeviceState (stream, events)
-
-    def variable(self, op) -> VariableCell:
-        """The cell of variable op `op` in this session (made when a plan first needs it)."""
-        cell = self._cells.get(op._id)
-        if cell is None:
-            cell = self._cells[op._id] = VariableCell(op.name, self._placement.device_by_op_id[op._id], op._id)
-        return cell
-
-    def random_generator(self, op) -> np.random.Generator:
-        rng = self._rngs.get(op._id)
-        if rng is None:
-            seed, seed2 = op._attrs.get("seed", 0), op._attrs.get("seed2", 0)
-            rng = np.random.default_rng([seed, seed2] if seed or seed2 else None)
-            self._rngs[op._id] = rng
-        return rng
-
-    @staticmethod
-    def to_device(value):
-        """A host value (a Const's) as the device holds it: NumPy devices hold it as it is."""
-        return value
-
-    def kernels_sized(self, n_ops: int) -> list:
-        """The session's kernels by op id, grown to cover `n_ops` ops (None where not built yet)."""
-        kernels = self._kernels
-        if n_ops > len(kernels):
-            kernels.extend([None] * (n_ops - len(kernels)))
-        return kernels
-
-    def kernel(self, op, device) -> Callable:
-        """The op's kernel in this session, built once and shared by every plan that runs the op."""
-        kernels = self.kernels_sized(op._id + 1)
-        kernel = kernels[op._id]
-        if kernel is None:
-            if device.is_cuda:
-                kernel = _gpu.build_kernel(op, self.cuda_state(device), self)
-            else:
-                kernel = kernel_factory(op._type, device.device_type)(op, self)
-            kernels[op._id] = kernel
-        return kernel
-
-    def cuda_state(self, device) -> "_gpu.DeviceState":
-        """The session's stream and events on a CUDA device, made on first use."""
-        state = self._cuda.get(device)
-        if state is None:
-            state = self._cuda[device] = _gpu.DeviceState(device, _gpu.cupy_module())
-        return state
-
-    @property
-    def cuda_states(self) -> list:
-        return list(self._cuda.values())
-
-    def transfer_kernel(self, src, dst) -> Callable:
-        """The copy from device `src` to `dst` (None: a host value being fed): NumPy copies, or CUDA copies."""
-        if dst.is_cuda:
-            if src is not None and src.is_cuda:
-                return _gpu.peer_kernel(self.cuda_state(src), self.cuda_state(dst))
-            return _gpu.upload_kernel(self.cuda_state(dst))
-        if src is not None and src.is_cuda:
-            return _gpu.download_kernel(self.cuda_state(src))
-        return _copy_between_devices
-
-    def fetch_converter(self, device, copy_host_values: bool) -> Callable:
-        """How a fetch on a CUDA device reaches the caller: device arrays arrive in fresh pinned memory; host-memory
-        values (int32) follow the plan's rule for the others (copied when they may alias what the graph keeps)."""
-        download, is_device_array = _gpu.download_kernel(self.cuda_state(device)), _gpu.is_device_array
-        convert_host = _fetch_copy if copy_host_values else _fetch_value
-        return lambda value: _fetch_value(download(value)) if is_device_array(value) else convert_host(value)

@@ -28,8 +28,9 @@ from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
-from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, KernelContext, Plan, compile_plan
+from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, Plan, compile_plan
 from adplace.runtime.feeds import feed_converter
+from adplace.runtime.kernel_context import KernelContext
 from adplace.runtime.options import ConfigProto, RewriterConfig, RunMetadata, RunOptions
 from adplace.runtime.plan_cache import PlanCache
 from adplace.runtime.step_runner import StepRunner, clock_pair

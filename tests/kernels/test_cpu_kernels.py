@@ -9,7 +9,7 @@ import pytest
 
 import adplace as tf
 from adplace.framework import registry
-from adplace.runtime.executor import KernelContext
+from adplace.runtime.kernel_context import KernelContext
 
 
 def kernel_for(tensor_or_op, device_type="CPU"):
