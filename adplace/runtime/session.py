@@ -23,13 +23,14 @@ import numpy as np
 from adplace import devices as _devices
 from adplace.framework import errors
 from adplace.framework.graph import get_default_graph
-from adplace.framework.operation import Operation, Tensor
+from adplace.framework.operation import Tensor
 from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, Plan, compile_plan
 from adplace.runtime.feeds import feed_converter
+from adplace.runtime.fetches import FetchMapper, structure_key
 from adplace.runtime.kernel_context import KernelContext
 from adplace.runtime.options import ConfigProto, RewriterConfig, RunMetadata, RunOptions
 from adplace.runtime.plan_cache import PlanCache
@@ -75,66 +76,6 @@ def _gc_paused():
     finally:
         if was_enabled:
             gc.enable()
-
-
-class _FetchMapper:
-    """Flattens a nested fetch structure (lists, tuples, dicts, namedtuples) and rebuilds it from flat values."""
-
-    def __init__(self, graph, fetches):
-        self.elements: list = []
-        self._num_tensors = 0
-        self._build = self._parse(graph, fetches)
-
-    def _parse(self, graph, fetch):
-        if fetch is None:
-            raise TypeError(f"Fetch argument None has invalid type {type(None)}")
-        if isinstance(fetch, (list, tuple)):
-            builders = [self._parse(graph, f) for f in fetch]
-            if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
-                kind = type(fetch)
-                return lambda values: kind(*[b(values) for b in builders])
-            kind = type(fetch)
-            return lambda values: kind(b(values) for b in builders)
-        if isinstance(fetch, dict):
-            keys, builders = list(fetch), [self._parse(graph, f) for f in fetch.values()]
-            if isinstance(fetch, collections.defaultdict):
-                kind, factory = type(fetch), fetch.default_factory
-                return lambda values: _filled(kind(factory), keys, builders, values)
-            kind = type(fetch)
-            return lambda values: kind(zip(keys, (b(values) for b in builders)))
-        try:
-            element = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
-        except TypeError as e:
-            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a string or Tensor. "
-                            f"({e})") from None
-        except ValueError as e:
-            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e})") from None
-        except KeyError as e:
-            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e.args[0]})") from None
-        self.elements.append(element)
-        if isinstance(element, Operation):
-            return lambda values: None
-        index = self._num_tensors  # plans return values for tensor fetches only
-        self._num_tensors += 1
-        return lambda values: values[index]
-
-    def build(self, flat: list):
-        return self._build(flat)
-
-
-def _filled(mapping: dict, keys: list, builders: list, values: list) -> dict:
-    for key, build in zip(keys, builders):
-        mapping[key] = build(values)
-    return mapping
-
-
-def _structure_key(fetches):
-    """A hashable key for a fetch structure: the same structure of the same elements gives the same key."""
-    if isinstance(fetches, (list, tuple)):
-        return (type(fetches), tuple(_structure_key(f) for f in fetches))
-    if isinstance(fetches, dict):
-        return (type(fetches), tuple(fetches), tuple(_structure_key(f) for f in fetches.values()))
-    return fetches
 
 
 class _CompiledRun:
@@ -325,7 +266,7 @@ class BaseSession:
     def _compile(self, fetches, feed_dict) -> _CompiledRun:
         if not self._graph._ops:
             raise RuntimeError("The Session graph is empty. Add operations to the graph before calling run().")
-        mapper = _FetchMapper(self._graph, fetches)
+        mapper = FetchMapper(self._graph, fetches)
         feed_tensors = []
         for key in (feed_dict or {}):
             try:
@@ -353,7 +294,7 @@ class BaseSession:
         """The compiled run for this (fetches, feed keys) signature, compiled on first use (bounded cache)."""
         self._check_open()
         try:
-            key = (_structure_key(fetches), tuple(feed_dict) if feed_dict else ())
+            key = (structure_key(fetches), tuple(feed_dict) if feed_dict else ())
             compiled = self._runs.get(key)
         except TypeError:  # unhashable fetch or feed key: no structure cache (the plan is still shared)
             key, compiled = None, None

@@ -29,6 +29,7 @@ from stress_support import (JOIN_TIMEOUT_S, PARALLEL, assert_session_clean, cust
                             uncaptured_stderr)
 
 import adplace as tf
+from adplace.runtime import fetches as fetches_module
 from adplace.runtime import session as session_module
 
 RUNS = 50_000     # per test and executor, times ADPLACE_STRESS (~1 run in 25-100 is interrupted)
@@ -229,14 +230,14 @@ def _two_counters(config):
 @pytest.mark.parametrize("config", [None, PARALLEL], ids=["plain", "parallel"])
 def test_ctrl_c_after_the_last_kernel_but_before_the_result_is_built_undoes_the_whole_step(monkeypatch, config):
     a, b, step, sess = _two_counters(config)
-    build, fired = session_module._FetchMapper.build, []
+    build, fired = fetches_module.FetchMapper.build, []
 
     def interrupted_build(self, flat):  # every kernel has run: Ctrl-C lands while the fetches are assembled (once)
         if not fired:
             fired.append(True)
             raise KeyboardInterrupt
         return build(self, flat)
-    monkeypatch.setattr(session_module._FetchMapper, "build", interrupted_build)
+    monkeypatch.setattr(fetches_module.FetchMapper, "build", interrupted_build)
     with pytest.raises(KeyboardInterrupt):
         sess.run(step)
     assert sess.run([a, b]) == [0.0, 0.0]
