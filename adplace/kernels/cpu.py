@@ -613,7 +613,7 @@ def _assign(op, ctx):
     old, it is the same with or without `use_locking`: a store is always whole."""
     var_op = ref_variable(op._inputs[0])
     cell = ctx.variable(var_op)
-    lock, steps, xp = cell.lock, ctx.steps, ctx.xp
+    steps, xp = ctx.steps, ctx.xp
     static = var_op._attrs["shape"]
     check_shape = op._attrs.get("validate_shape", True) and static.is_fully_defined()
     static_dims = tuple(static.as_list()) if check_shape else None
@@ -623,10 +623,7 @@ def _assign(op, ctx):
             raise InvalidArgumentError(None, op, f"Assign requires shapes of both tensors to match. lhs shape= "
                                        f"{dims_text(static_dims)} rhs shape= {dims_text(xp.shape(value))}")
         new = xp.array(value, copy=True)  # the variable owns its buffer: no fetch or feed aliases it
-        if lock.locked():
-            _step_aside(0)
-        with lock:
-            cell.store(new, steps.slot.journal)
+        cell.write(new, steps.slot.journal)
         return new
     return assign
 
@@ -638,7 +635,7 @@ def _update_family(update: str):
     def factory(op, ctx):
         var_op = ref_variable(op._inputs[0])
         cell = ctx.variable(var_op)
-        lock, steps, xp = cell.lock, ctx.steps, ctx.xp
+        steps, xp = ctx.steps, ctx.xp
         combine = getattr(xp, update)
 
         def checked_update(value):
@@ -653,29 +650,15 @@ def _update_family(update: str):
 
         if _use_locking(op, default=False):
             def update_locked(value):
-                if lock.locked():
-                    _step_aside(0)
-                with lock:
-                    new = checked_update(value)
-                    cell.store(new, steps.slot.journal)
-                return new
+                return cell.update(checked_update, value, steps.slot.journal)
             return update_locked
 
         def update_unlocked(value):
             new = checked_update(value)
-            if lock.locked():
-                _step_aside(0)
-            with lock:
-                cell.store(new, steps.slot.journal)
+            cell.write(new, steps.slot.journal)
             return new
         return update_unlocked
     return factory
-
-
-# Before blocking on a held variable lock, a kernel gives up the GIL once (time.sleep(0)): the holder may be a thread
-# that got the lock while waiting for the GIL, and blocking then starts a convoy in which every later acquisition
-# is an OS hand-off between the threads (2 threads x a locked counter: 40% fewer steps/s without this).
-_step_aside = time.sleep
 
 
 def _use_locking(op, default: bool) -> bool:
@@ -772,10 +755,7 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
             news = new_values(values)
             journal = steps.slot.journal
             for cell, new in zip(cells, news):
-                if cell.lock.locked():
-                    _step_aside(0)
-                with cell.lock:
-                    cell.store(new, journal)
+                cell.write(new, journal)
             return news[0]
         return apply
     return factory
@@ -793,11 +773,12 @@ def _update_cells(cells: list, new_values, values, journal):
 
 
 def _holding(locks: list, fn, *args):
-    """fn(*args) with every lock of `locks` held, taken in order by nested `with` blocks (released on any error)."""
+    """fn(*args) with every lock of `locks` held, taken in order by nested `with` blocks (released on any error);
+    before blocking on a held one it gives up the GIL once, as VariableCell.write does (no lock convoy)."""
     if not locks:
         return fn(*args)
     if locks[0].locked():
-        _step_aside(0)
+        time.sleep(0)
     with locks[0]:
         return _holding(locks[1:], fn, *args)
 

@@ -305,7 +305,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             if fed and t in fed_slot:
                 slot = consumed_slot[t]
             elif t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
-                var_op = t._op if is_variable_op(t._op) else ref_variable(t)  # an Assign's output reads its variable
+                var_op = ref_variable(t)  # the VariableV2 itself, or the variable an Assign's output refers to
                 var_device = device_of[var_op._id]
                 add_step(kernel_for(var_op, var_device), (), len(where), var_op, var_device)
                 where.append(var_device)
