@@ -22,12 +22,36 @@ from adplace.framework.session_stack import get_default_session
 from adplace.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import Dimension, TensorShape
 from adplace.gradients import AggregationMethod, UnconnectedGradients, gradients
-from adplace.gradient_checker import compute_gradient as _compute_gradient
-from adplace.gradient_checker import compute_gradient_error as _compute_gradient_error
 from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - registers the NumPy kernels
-from adplace.ops.array_ops import (concat, expand_dims, fill, identity, invert_permutation, newaxis, ones, ones_like,
-                                   placeholder, rank, reshape, shape, size, split, squeeze, stack, stop_gradient, tile,
-                                   transpose, unstack, where, zeros, zeros_like)
+from adplace.kernels import conv as _conv_kernels  # noqa: F401 - registers the conv and pooling kernels
+from adplace.kernels import nn as _nn_kernels  # noqa: F401 - registers the nn ops' kernels
+from adplace.kernels import array as _array_kernels  # noqa: F401 - gather, one_hot, pad, ... kernels
+from adplace.kernels import checks as _check_kernels  # noqa: F401 - Assert, CheckNumerics, Print kernels
+from adplace.kernels import linalg as _linalg_kernels  # noqa: F401 - matrix inverse, diag, einsum, ... kernels
+from adplace.ops.array_ops import identity_n
+from adplace.ops.selection_ops import one_hot, where, where_v2
+from adplace.ops.slicing_ops import gather, newaxis, pad, reverse
+from adplace.ops.slicing_ops import reverse as reverse_v2, slice_ as slice  # noqa: A004 - TF's public name
+from adplace.ops.broadcast_ops import broadcast_to, tile
+from adplace.ops.array_ops import placeholder_with_default, shape_n
+from adplace.ops.selection_ops import boolean_mask, sequence_mask
+from adplace.ops.grid_ops import lin_space, linspace, meshgrid
+from adplace.ops.sort_ops import unique
+from adplace.ops.math_ops import (acos, acosh, asin, asinh, atan, atan2, atanh, cosh, digamma, div_no_nan, erf,
+                                  erfc, expm1, lgamma, log_sigmoid, polygamma, realdiv, rint, round, saturate_cast,  # noqa: A004
+                                  sinh, to_double, to_int32, to_int64, truncatediv, truncatemod)
+from adplace.ops.math_ops import (argmax, argmin, count_nonzero, is_finite, is_inf, is_nan, logical_and, logical_not,
+                                  logical_or, logical_xor, reduce_all, reduce_any, reduce_logsumexp, unsorted_segment_sum)
+from adplace.ops import math_ops as _math_ops
+from adplace import compat
+from adplace.compat import disable_eager_execution, disable_v2_behavior, executing_eagerly
+from adplace.framework.random_seed import get_seed
+from adplace.ops.random_ops import categorical as _categorical, multinomial, random_shuffle
+from adplace.ops.clip_ops import (clip_by_average_norm, clip_by_global_norm, clip_by_norm, clip_by_value,
+                                  global_norm)
+from adplace.ops.array_ops import (concat, expand_dims, fill, identity, invert_permutation, ones, ones_like,
+                                   placeholder, rank, reshape, shape, size, split, squeeze, stack, stop_gradient,
+                                   transpose, unstack, zeros, zeros_like)
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa: A004
 from adplace.ops.init_ops import (constant_initializer, glorot_normal_initializer, glorot_uniform_initializer,
@@ -49,13 +73,31 @@ from adplace.runtime.options import (ConfigProto, GPUOptions, GraphOptions, Opti
                                      RunMetadata, RunOptions)
 from adplace.runtime.session import InteractiveSession, Session
 from adplace import client, profiler
+from adplace import app, flags, losses, metrics
+from adplace import debugging, linalg, math
+from adplace.ops.check_ops import (Assert, add_check_numerics_ops, assert_equal, assert_greater, assert_greater_equal,
+                                   assert_integer, assert_less, assert_less_equal, assert_near, assert_negative,
+                                   assert_non_negative, assert_non_positive, assert_none_equal, assert_positive,
+                                   assert_rank, assert_rank_at_least, assert_rank_in, assert_scalar, assert_type,
+                                   check_numerics, is_non_decreasing, is_numeric_tensor, is_strictly_increasing,
+                                   verify_tensor_all_finite)
+from adplace.ops.einsum_ops import einsum, tensordot
+from adplace.ops.linalg_ops import (cholesky, diag, diag_part, eye, matrix_band_part, matrix_determinant, matrix_diag,
+                                    matrix_diag_part, matrix_inverse, matrix_set_diag, matrix_solve, matrix_transpose,
+                                    matrix_triangular_solve, norm, self_adjoint_eig, self_adjoint_eigvals, trace)
+from adplace.ops.logging_ops import Print
+from adplace import tf_logging as logging
 from adplace.profiler import run_profile, save_profile
 from adplace.train.device_setter import PS_OPS, assign_to_device
 from adplace.kernels.gpu import pinned_empty
 
 mod = floormod
 random = _types.SimpleNamespace(uniform=random_uniform, normal=random_normal, truncated_normal=truncated_normal,
-                                set_random_seed=set_random_seed)
-test = _types.SimpleNamespace(compute_gradient=_compute_gradient, compute_gradient_error=_compute_gradient_error)
+                                set_random_seed=set_random_seed, get_seed=get_seed, shuffle=random_shuffle,
+                                categorical=_categorical, multinomial=multinomial)
+bitwise = _types.SimpleNamespace(bitwise_and=_math_ops.bitwise_and, bitwise_or=_math_ops.bitwise_or,
+                                 bitwise_xor=_math_ops.bitwise_xor, invert=_math_ops.invert,
+                                 left_shift=_math_ops.left_shift, right_shift=_math_ops.right_shift)
+from adplace import test  # tf.test: TestCase, main, compute_gradient(_error), is_gpu_available, Benchmark, mock
 
 __version__ = "0.1.0"

@@ -108,7 +108,8 @@ def local_devices(device_count: dict | None = None, visible_device_list: str = "
     """The devices a session gets: CPU:0, then real GPUs, then virtual GPUs, limited by ConfigProto's options.
 
     `visible_device_list` ("1,0") selects and renumbers GPUs like CUDA_VISIBLE_DEVICES; `device_count={"GPU": 0}`
-    hides every GPU.
+    hides every GPU (virtual ones too), and `device_count={"CPU": 2}` gives /device:CPU:0 and /device:CPU:1, as TF's
+    thread-pool device factory does (CPU:0 always exists: a count below 1 still gives it).
     """
     gpus = list(cuda_gpus())
     gpus += [Device("GPU", len(gpus) + i, is_virtual=True, description=f"virtual GPU {len(gpus) + i} (NumPy)")
@@ -127,7 +128,7 @@ def local_devices(device_count: dict | None = None, visible_device_list: str = "
                        gpus[old].physical_id) for new, old in enumerate(wanted)]
     limits = device_count or {}
     gpus = gpus[:limits.get("GPU", len(gpus))]
-    cpus = [Device("CPU", 0, description="")][:max(1, limits.get("CPU", 1))]
+    cpus = [Device("CPU", i) for i in range(max(1, limits.get("CPU", 1)))]
     return cpus + gpus
 
 

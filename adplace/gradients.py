@@ -24,7 +24,7 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_gradient_function
-from adplace.ops import array_grad, math_grad  # noqa: F401 - register the gradient functions
+from adplace.ops import array_grad, conv_grad, linalg_grad, math_grad, nn_grad  # noqa: F401 - register gradients
 from adplace.ops import array_ops, control_flow_ops, math_ops
 from adplace.ops.constant_op import constant
 

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 import adplace as tf
 from adplace import gradient_checker
 from adplace.framework import registry
-from adplace.ops import array_ops, math_ops
+from adplace.ops import math_ops, slicing_ops
 from adplace.ops.op_builder import apply_op_1
 
 CHECK = settings(max_examples=25, deadline=None)
@@ -479,7 +479,7 @@ def test_strided_slice_grad_gradient(key):
     shape = (4, 3, 2)
     dy = np.arange(1.0, np.zeros(shape)[key].size + 1).reshape(np.zeros(shape)[key].shape)
     weights = np.arange(1.0, 25.0).reshape(shape)
-    check_gradients(lambda t: array_ops.strided_slice_grad(tf.constant(shape), t, key) * weights, dy)
+    check_gradients(lambda t: slicing_ops.strided_slice_grad(tf.constant(shape), t, key) * weights, dy)
 
 
 @pytest.mark.parametrize("static", [True, False], ids=["static", "unknown_shape"])

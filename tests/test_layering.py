@@ -15,9 +15,9 @@ import adplace
 
 PACKAGE_DIR = Path(adplace.__file__).resolve().parent
 
-# (module, function, imported module): lazy imports that cross a layer on purpose.
-# Tensor.__iter__ unstacks through ops.array_ops at call time (framework must not import ops at load).
-ALLOWED_LAZY_IMPORTS = {("adplace.framework.operation", "__iter__", "adplace.ops.array_ops")}
+# (module, function, imported module): lazy imports that cross a layer on purpose. None today; framework/ may never
+# appear here (test_framework_never_imports_ops_even_lazily).
+ALLOWED_LAZY_IMPORTS: set[tuple[str, str, str]] = set()
 
 
 def _module_name(path: Path) -> str:
@@ -97,6 +97,34 @@ def test_the_scanner_sees_imports_at_every_level(tmp_path, monkeypatch):
 def test_framework_imports_nothing_above_it():
     assert _violations("framework", ("adplace.ops", "adplace.runtime", "adplace.kernels", "adplace.placement",
                                      "adplace.devices", "adplace.train")) == []
+
+
+def test_framework_never_imports_ops_even_lazily():
+    """framework/ knows nothing of ops: not at load time, not inside a function (no allowlist applies)."""
+    lazy_or_not = [(path.name, imported, function) for path in sorted((PACKAGE_DIR / "framework").rglob("*.py"))
+                   for imported, function in _imports(path)
+                   if imported == "adplace.ops" or imported.startswith("adplace.ops.")]
+    assert lazy_or_not == []
+
+
+def test_tensor_operators_are_registered_by_ops_modules():
+    """As TF's `_override_operator`: the Tensor class in framework/ defines no arithmetic, comparison or indexing
+    operator; ops modules install them, and after `import adplace` they are there."""
+    source = (PACKAGE_DIR / "framework" / "operation.py").read_text()
+    tensor_class = next(node for node in ast.parse(source).body
+                        if isinstance(node, ast.ClassDef) and node.name == "Tensor")
+    defined = {node.name for node in tensor_class.body if isinstance(node, ast.FunctionDef)}
+    defined |= {target.id for node in tensor_class.body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    operators = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+                 "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
+                 "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__", "__getitem__", "__neg__", "__abs__",
+                 "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__invert__"}
+    assert defined & operators == set()
+    installed = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+                 "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
+                 "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__", "__getitem__", "__neg__", "__abs__"}
+    assert {name for name in installed if name in vars(adplace.Tensor)} == installed
 
 
 def test_the_allowlisted_lazy_imports_still_exist():

@@ -1,4 +1,4 @@
-"""tf.contrib: the few TF1 contrib names adplace provides (tf.contrib.framework, tf.contrib.training)."""
-from adplace.contrib import framework, training
+"""tf.contrib: the few TF1 contrib names adplace provides (tf.contrib.framework, .layers, .training)."""
+from adplace.contrib import framework, layers, training
 
-__all__ = ["framework", "training"]
+__all__ = ["framework", "layers", "training"]

@@ -5,26 +5,48 @@ from __future__ import annotations
 import contextlib
 
 from adplace.framework.graph import Graph, get_default_graph
+from adplace.framework.random_seed import get_seed, set_random_seed  # noqa: F401 - re-exported, as before
+from adplace.framework.operation import Operation, Tensor
 
 
 def graph_of(values) -> Graph:
-    """The graph of the first Tensor/Operation/Variable in `values`, else the default graph."""
-    for v in values or ():
-        graph = getattr(v, "graph", None)
-        if isinstance(graph, Graph):
-            return graph
-    return get_default_graph()
+    """The graph of the Tensors/Operations/Variables in `values`, else the default graph (TF's
+    _get_graph_from_inputs). ValueError if they come from different graphs."""
+    original = graph = None
+    for value in () if values is None else values:
+        if isinstance(value, (Tensor, Operation)):
+            element = value
+        else:
+            converter = getattr(value, "_as_graph_element", None)
+            element = converter() if callable(converter) else value
+        element_graph = getattr(element, "graph", None)
+        if not isinstance(element_graph, Graph):
+            continue
+        if graph is None:
+            original, graph = element, element_graph
+        elif element_graph is not graph:
+            raise ValueError(f"{element} must be from the same graph as {original}.")
+    return graph if graph is not None else get_default_graph()
 
 
 @contextlib.contextmanager
 def name_scope(name: str | None, default_name: str | None = None, values=None):
-    """tf.name_scope(name, default_name=None, values=None): a scope in the graph of `values` (made the default)."""
+    """tf.name_scope(name, default_name=None, values=None): a scope in the graph of `values` (made the default).
+
+    `name` (else `default_name`, made unique) names the scope; `name_scope(None)` or `name_scope("")` go back to
+    the top level; a name ending in "/" re-enters that scope as is.
+
+        with tf.name_scope(None, "loss", [logits]) as scope:   # scope == "loss/", then "loss_1/", ...
+    """
+    scope_name = default_name if name is None else name
+    if scope_name is None and values is not None:
+        raise ValueError(f"At least one of name ({name}) and default_name ({default_name}) must be provided.")
     graph = graph_of(values)
     if graph is get_default_graph():
-        with graph.name_scope(default_name if name is None else name) as scope:
+        with graph.name_scope(scope_name) as scope:
             yield scope
     else:
-        with graph.as_default(), graph.name_scope(default_name if name is None else name) as scope:
+        with graph.as_default(), graph.name_scope(scope_name) as scope:
             yield scope
 
 
@@ -63,18 +85,3 @@ def get_collection(key: str, scope: str | None = None) -> list:
 
 def get_collection_ref(key: str) -> list:
     return get_default_graph().get_collection_ref(key)
-
-
-def get_seed(op_seed):
-    """(graph seed, op seed) for a random op, TF's rules: both None means nondeterministic."""
-    graph = get_default_graph()
-    if graph.seed is not None:
-        return graph.seed, (len(graph._ops) if op_seed is None else op_seed)
-    if op_seed is not None:
-        return 87654321, op_seed
-    return None, None
-
-
-def set_random_seed(seed: int) -> None:
-    """Graph-level seed: with it, every random op gets a reproducible stream (tf.set_random_seed)."""
-    get_default_graph().seed = seed

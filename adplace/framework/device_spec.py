@@ -85,6 +85,8 @@ def _components_to_string(comps: _Components) -> str:
 
 
 def _components_of(spec: Any) -> _Components:
+    if spec is None:  # TF parses `spec or ""`: None is the empty spec
+        return (None, None, None, None, None)
     if isinstance(spec, DeviceSpec):
         return (spec.job, spec.replica, spec.task, spec.device_type,
                 spec.device_index)
@@ -149,21 +151,25 @@ class DeviceSpec:
         return self._as_string
 
     @classmethod
-    def from_string(cls, spec: str | DeviceSpec) -> DeviceSpec:
-        """Build a spec from text (or copy a DeviceSpec); raises ValueError.
+    def from_string(cls, spec: str | DeviceSpec | None) -> DeviceSpec:
+        """Build a spec from text (or copy a DeviceSpec; None is the empty spec); raises ValueError.
 
         >>> DeviceSpec.from_string("/task:1/job:ps").to_string()  # reordered
         '/job:ps/task:1'
         """
         return cls(*_components_of(spec))
 
-    def parse_from_string(self, spec: str | DeviceSpec) -> DeviceSpec:
-        """Set the fields present in ``spec``, keep the others; return self.
+    def parse_from_string(self, spec: str | DeviceSpec | None) -> DeviceSpec:
+        """Set every field from ``spec`` (fields it omits become None), as TF 1.14+ does; return self.
 
-        >>> DeviceSpec(job="ps").parse_from_string("/cpu:0").to_string()
-        '/job:ps/device:CPU:0'
+        The spec is parsed before anything changes, so an invalid one leaves this spec as it was.
+
+        >>> DeviceSpec(job="ps").parse_from_string("/cpu:0").to_string()  # job cleared
+        '/device:CPU:0'
         """
-        self._merge_components(_components_of(spec))
+        (self._job, self._replica, self._task, self._device_type,
+         self._device_index) = _components_of(spec)
+        self._refresh()
         return self
 
     def make_merged_spec(self, dev: DeviceSpec) -> DeviceSpec:
@@ -233,10 +239,10 @@ def canonical_name(device: str | DeviceSpec | None) -> str:
     return _canonical_string(device)
 
 
-def merge_device(spec: str | DeviceSpec) -> Callable[[Any], str]:
+def merge_device(spec: str | DeviceSpec | None) -> Callable[[Any], str]:
     """Return a device function filling an object's unset device fields.
 
-    The object's own ``.device`` fields take precedence over ``spec``.
+    The object's own ``.device`` fields take precedence over ``spec``; ``None`` or ``""`` merges nothing.
 
     >>> class Op: device = "/job:worker"
     >>> merge_device("/gpu:0")(Op())  # op's job kept, scope adds the GPU

@@ -12,7 +12,9 @@ import re
 import threading
 from typing import Iterable
 
-from adplace.framework.device_spec import DeviceSpec, canonical_name, merge_device
+from adplace.framework.build_stacks import BuildStacks, ControlDependencies, DeviceEntry, ThreadState
+from adplace.framework.device_spec import DeviceSpec
+from adplace.framework.dtypes import as_dtype
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_op_def
 
@@ -27,6 +29,7 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     VARIABLES = GLOBAL_VARIABLES
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     UPDATE_OPS = "update_ops"
@@ -38,60 +41,9 @@ class GraphKeys:
     INIT_OP = "init_op"
     TRAIN_OP = "train_op"
     SAVERS = "savers"
-
-
-class _DeviceEntry:
-    """One device-stack entry: a merge function (strings, DeviceSpecs), a user function, or None (stop)."""
-
-    __slots__ = ("function", "is_null_merge", "is_user_function")
-
-    def __init__(self, device):
-        self.is_user_function = callable(device) and not isinstance(device, (str, DeviceSpec))
-        spec_text = canonical_name(device) if isinstance(device, (str, DeviceSpec)) else None
-        self.is_null_merge = spec_text == ""
-        if device is None:
-            self.function = None
-        elif self.is_user_function:
-            self.function = device
-        elif isinstance(device, (str, DeviceSpec)):
-            self.function = merge_device(DeviceSpec.from_string(spec_text))
-        else:
-            raise TypeError(f"tf.device() takes a string, a DeviceSpec, a function or None; got {device!r}")
-
-
-class _ControlDependencies:
-    """One `control_dependencies` block: its control inputs and the ops created inside it."""
-
-    def __init__(self, graph: "Graph", control_inputs: list | None):
-        self._graph = graph
-        self.control_inputs = [] if control_inputs is None else control_inputs
-        self.new_stack = control_inputs is None
-        self.seen_ids: set[int] = set()
-        self._saved = None
-
-    def __enter__(self):
-        state = self._graph._state
-        if self.new_stack:
-            self._saved, state.control_stack = state.control_stack, []
-        state.control_stack.append(self)
-        return self
-
-    def __exit__(self, *exc):
-        state = self._graph._state
-        state.control_stack.pop()
-        if self.new_stack:
-            state.control_stack = self._saved
-        return False
-
-
-class _BuildState(threading.local):
-    """Per-thread build stacks of a graph, as in TF (name scope, devices, colocation, control dependencies)."""
-
-    def __init__(self):
-        self.name_stack = ""
-        self.device_stack: list[_DeviceEntry] = []
-        self.colocation_stack: list[Operation] = []
-        self.control_stack: list[_ControlDependencies] = []
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
 
 
 class Graph:
@@ -102,20 +54,64 @@ class Graph:
         self._ops_by_name: dict[str, Operation] = {}
         self._names_in_use: dict[str, int] = {}
         self._collections: dict[str, list] = {}
-        self._state = _BuildState()
+        self._state = ThreadState()
+        self._shared_stacks = BuildStacks()
+        self._stacks_are_thread_local = False
         self._finalized = False
         self.seed = None
         self._warned_colocation = False
         self._lock = threading.RLock()
+        self._unfeedable_tensors: set[Tensor] = set()
+        self._unfetchable_ops: set[Operation] = set()
+
+    # --- build stacks ----------------------------------------------------------------------------------------
+    @property
+    def _stacks(self) -> BuildStacks:
+        """The device/colocation/control stacks in effect for the calling thread."""
+        if not self._stacks_are_thread_local:
+            return self._shared_stacks
+        state = self._state
+        if state.stacks is None:  # a thread's first use after the switch starts from the shared stacks
+            state.stacks = BuildStacks(self._shared_stacks)
+        return state.stacks
+
+    def switch_to_thread_local(self) -> None:
+        """Make the device, colocation and control-dependency stacks thread-local (TF's
+        Graph.switch_to_thread_local): each thread starts from the stacks as they were at the switch and
+        its own blocks no longer affect other threads. Name scopes are always per thread."""
+        self._stacks_are_thread_local = True
 
     # --- building --------------------------------------------------------------------------------------------
-    def create_op(self, op_type: str, inputs: Iterable, attrs: dict | None = None, name: str | None = None) -> Operation:
+    def create_op(self, op_type: str, inputs, dtypes=None, input_types=None, name: str | None = None,
+                  attrs: dict | None = None, op_def=None, compute_shapes: bool = True,
+                  compute_device: bool = True) -> Operation:
+        """Create an op of a registered type (tf.Graph.create_op, TF's signature).
+
+        `attrs` are Python values keyed by attr name. `dtypes`, when given, must match the inferred output
+        dtypes; `input_types`, when given, must be compatible with the inputs' dtypes (TypeError otherwise).
+        `op_def` and `compute_shapes` are accepted for compatibility: the registry gives the op's definition
+        and shapes are always inferred. `compute_device=False` skips the device scopes and functions.
+
+            op = g.create_op("Identity", [x], name="copy")   # op.name == "copy", op.outputs[0].dtype == x.dtype
+        """
+        del op_def, compute_shapes
+        inputs = list(inputs)
+        for idx, a in enumerate(inputs):
+            if not isinstance(a, Tensor):
+                raise TypeError(f"Input #{idx} is not a tensor: {a}")
+        return self._create_op_internal(op_type, inputs, attrs, name, compute_device=compute_device,
+                                        output_dtypes=dtypes, input_types=input_types)
+
+    def _create_op_internal(self, op_type: str, inputs: Iterable, attrs: dict | None = None,
+                            name: str | None = None, *, compute_device: bool = True, output_dtypes=None,
+                            input_types=None) -> Operation:
         """Create an op of a registered type: infer outputs, apply name scope, control deps, colocation, devices.
 
-        An op with a reference input (Assign, AssignAdd, Apply*) is built inside `colocate_with(its ref inputs)`, as
-        TF's op_def_library does: device scopes and functions are ignored and it takes its variable's device and
-        `_class`. The op joins the graph only once complete: if inference or a device function raises, the graph
-        (ops, names) is as it was, and threads placing or running the graph meanwhile never see a half-built op.
+        The path op constructors take (ops/op_builder.apply_op). An op with a reference input (Assign,
+        AssignAdd, Apply*) is built inside `colocate_with(its ref inputs)`, as TF's op_def_library does: device
+        scopes and functions are ignored and it takes its variable's device and `_class`. The op joins the graph
+        only once complete: if inference or a device function raises, the graph (ops, names) is as it was, and
+        threads placing or running the graph meanwhile never see a half-built op.
         """
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
@@ -127,10 +123,11 @@ class Graph:
             if t._op._graph is not self:
                 raise ValueError(f"Tensor {t.name!r} must be from the same graph as op {op_type!r}.")
         attrs = {} if attrs is None else attrs
+        checks = (output_dtypes, input_types)
         with self._lock:
             claimed: list = []  # name-counter entries to give back if the op is not built
             try:
-                op = self._new_op(op_type, op_def, inputs, attrs, name, claimed)
+                op = self._new_op(op_type, op_def, inputs, attrs, name, claimed, compute_device, checks)
             except BaseException:
                 for key, previous in reversed(claimed):
                     if previous is None:
@@ -143,13 +140,14 @@ class Graph:
                 t._op._consumers.append(op)
             for c in op._control_inputs:
                 c._control_outputs.append(op)
-            for controller in self._state.control_stack:
+            for controller in self._stacks.control_stack:
                 controller.seen_ids.add(id(op))
             self._ops_by_name[op._name] = op
             self._ops.append(op)  # last: placement in other threads reads the op list without the lock
         return op
 
-    def _new_op(self, op_type: str, op_def, inputs: tuple, attrs: dict, name: str | None, claimed: list) -> Operation:
+    def _new_op(self, op_type: str, op_def, inputs: tuple, attrs: dict, name: str | None, claimed: list,
+                compute_device: bool = True, checks: tuple = (None, None)) -> Operation:
         """The op, complete (name, outputs, control inputs, device, colocation) but not yet in the graph."""
         # A name ending in "/" is a scope made for this op (TF's `with name_scope(...) as name`): taken as is.
         if name and name[-1] == "/":
@@ -163,11 +161,16 @@ class Graph:
             name = self._unique_name(name or op_type, True, claimed)
         if not _VALID_OP_NAME.match(name):
             raise ValueError(f"'{name}' is not a valid node name")
+        output_dtypes, input_types = checks
+        if input_types is not None:
+            _check_input_types(name, inputs, input_types)
         output_specs = op_def.infer(inputs, attrs, name)
-        state = self._state
-        control_inputs = self._control_inputs_for(inputs, state) if state.control_stack else []
+        if output_dtypes is not None:
+            _check_output_dtypes(name, op_type, output_specs, output_dtypes)
+        stacks = self._stacks
+        control_inputs = self._control_inputs_for(inputs, stacks) if stacks.control_stack else []
         op = Operation(self, op_type, name, inputs, attrs, control_inputs, output_specs, op_def)
-        device_stack, colocation_stack = state.device_stack, state.colocation_stack
+        device_stack, colocation_stack = stacks.device_stack if compute_device else [], stacks.colocation_stack
         if op_def.ref_inputs:  # TF's _MaybeColocateWith(ref inputs): colocate_with clears the device stack
             device_stack = []
             colocation_stack = colocation_stack + [inputs[i]._op for i in op_def.ref_inputs if i < len(inputs)]
@@ -177,10 +180,10 @@ class Graph:
             self._apply_colocation(op, colocation_stack)
         return op
 
-    def _control_inputs_for(self, inputs: tuple, state: _BuildState) -> list:
+    def _control_inputs_for(self, inputs: tuple, stacks: BuildStacks) -> list:
         input_ops = [t._op for t in inputs]
         ret = []
-        for controller in state.control_stack:
+        for controller in stacks.control_stack:
             if not any(id(op) in controller.seen_ids for op in input_ops):
                 ret.extend(c for c in controller.control_inputs if c not in input_ops)
         return ret
@@ -220,7 +223,13 @@ class Graph:
         op._colocation = tuple(sorted(groups))
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
-        """Scoped name made unique with _1, _2 suffixes (case-insensitively, as TF does)."""
+        """`name` under the current name scope, made unique with _1, _2 suffixes (tf.Graph.unique_name).
+
+        Names are compared case-insensitively, as TF does, and keep the case they were given. With
+        `mark_as_used=False` the name is only reported, not reserved.
+
+            g.unique_name("foo")   # "foo"; again: "foo_1"; then g.unique_name("FOO") is "FOO_2"
+        """
         with self._lock:
             return self._unique_name(name, mark_as_used, [])
 
@@ -247,41 +256,54 @@ class Graph:
         return name
 
     def get_name_scope(self) -> str:
+        """The current name scope without a trailing slash ("" at the top level)."""
         return self._state.name_stack
 
     @contextlib.contextmanager
     def name_scope(self, name: str | None):
-        """Push a name scope; yields the scope with a trailing '/'. '' or None resets to the root scope."""
+        """Push a name scope; yields the scope with a trailing '/' (tf.Graph.name_scope).
+
+        '' or None resets to the top level (yields ""); a name ending in '/' is an existing scope, entered as is;
+        any other name is made unique. At the top level a name must start with a letter, digit or '.'.
+
+            with g.name_scope("a") as scope:   # scope == "a/"; a second "a" block gives "a_1/"
+        """
+        if isinstance(name, bytes):
+            name = name.decode()
+        if name:
+            pattern = _VALID_SCOPE_NAME if self._state.name_stack else _VALID_OP_NAME
+            if not pattern.match(name):
+                raise ValueError(f"'{name}' is not a valid scope name")
         state = self._state
         old = state.name_stack
         if not name:
             new_stack = ""
-        elif name.endswith("/"):
-            if not _VALID_SCOPE_NAME.match(name):
-                raise ValueError(f"'{name}' is not a valid scope name")
+            scope = ""
+        elif name[-1] == "/":
             new_stack = name[:-1]
+            scope = name
         else:
-            if not _VALID_SCOPE_NAME.match(name):
-                raise ValueError(f"'{name}' is not a valid scope name")
             new_stack = self.unique_name(name)
+            scope = new_stack + "/"
         state.name_stack = new_stack
         try:
-            yield "" if not new_stack else new_stack + "/"
+            yield scope
         finally:
             state.name_stack = old
 
     @contextlib.contextmanager
     def device(self, device_name_or_function):
         """Requested device for ops created in the block: a string, DeviceSpec, function of the op, or None."""
-        state = self._state
-        state.device_stack.append(_DeviceEntry(device_name_or_function))
-        depth = len(state.device_stack)
+        entry = DeviceEntry(device_name_or_function)
+        stacks = self._stacks
+        stacks.device_stack = stacks.device_stack + [entry]  # a new list: stacks copied by other threads keep theirs
         try:
             yield
         finally:
-            if len(state.device_stack) != depth:
+            stacks = self._stacks
+            if not stacks.device_stack or stacks.device_stack[-1] is not entry:
                 raise RuntimeError("Exiting device scope without proper scope nesting.")
-            state.device_stack.pop()
+            stacks.device_stack = stacks.device_stack[:-1]
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing: bool = False):
@@ -292,25 +314,25 @@ class Graph:
         if op is not None and op._graph is not self:
             raise ValueError(f"colocate_with: op '{op.name}' is from another graph than the one being built; build "
                              f"the block in op.graph (with op.graph.as_default()).")
-        state = self._state
-        saved_devices, state.device_stack = state.device_stack, []
-        saved_colocation = state.colocation_stack
+        stacks = self._stacks
+        saved_devices, saved_colocation = stacks.device_stack, stacks.colocation_stack
+        stacks.device_stack = []
         if ignore_existing:
-            state.colocation_stack = []
+            stacks.colocation_stack = []
         if op is not None:
-            state.colocation_stack = state.colocation_stack + [op]
+            stacks.colocation_stack = stacks.colocation_stack + [op]
         try:
             yield
         finally:
-            state.device_stack, state.colocation_stack = saved_devices, saved_colocation
+            stacks = self._stacks
+            stacks.device_stack, stacks.colocation_stack = saved_devices, saved_colocation
 
-    def control_dependencies(self, control_inputs) -> _ControlDependencies:
+    def control_dependencies(self, control_inputs) -> ControlDependencies:
         """Ops created in the block run after `control_inputs` (Operations or Tensors); None clears outer blocks."""
         if control_inputs is None:
-            return _ControlDependencies(self, None)
+            return ControlDependencies(self, None)
         ops = []
-        state = self._state
-        current = {id(c) for controller in state.control_stack for c in controller.control_inputs}
+        current = {id(c) for controller in self._stacks.control_stack for c in controller.control_inputs}
         for c in control_inputs:
             if hasattr(c, "_as_graph_element") and not isinstance(c, (Tensor, Operation)):
                 c = c._as_graph_element()
@@ -323,7 +345,7 @@ class Graph:
             if id(c) not in current:
                 current.add(id(c))
                 ops.append(c)
-        return _ControlDependencies(self, ops)
+        return ControlDependencies(self, ops)
 
     # --- lookup ----------------------------------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:
@@ -340,78 +362,136 @@ class Graph:
         return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
     def as_graph_element(self, obj, allow_tensor: bool = True, allow_operation: bool = True):
-        """Resolve a Tensor, Operation, Variable or name ("op", "op:0") to an element of this graph."""
-        if hasattr(obj, "_as_graph_element") and not isinstance(obj, (Tensor, Operation)):
-            obj = obj._as_graph_element()
-        if isinstance(obj, (Tensor, Operation)):
+        """Resolve a Tensor, Operation, Variable or name ("op", "op:0") to an element of this graph.
+
+        Raises TF's errors: TypeError for an object of the wrong kind, ValueError for a malformed name or an
+        element of another graph, KeyError for a well-formed name that is not in the graph.
+        """
+        if allow_tensor and allow_operation:
+            types_str = "Tensor or Operation"
+        elif allow_tensor:
+            types_str = "Tensor"
+        elif allow_operation:
+            types_str = "Operation"
+        else:
+            raise ValueError("allow_tensor and allow_operation can't both be False.")
+        converter = getattr(obj, "_as_graph_element", None)
+        if converter is not None and callable(converter) and not isinstance(obj, (Tensor, Operation)):
+            obj = converter()
+        if isinstance(obj, bytes):
+            obj = obj.decode()
+        if isinstance(obj, str):
+            return self._element_by_name(obj, allow_tensor, allow_operation, types_str)
+        if isinstance(obj, Tensor) and allow_tensor:
             if obj.graph is not self:
-                raise ValueError(f"{type(obj).__name__} {obj!r} is not an element of this graph.")
-            if isinstance(obj, Tensor) and not allow_tensor:
-                raise TypeError(f"Can not convert a Tensor into an Operation: {obj.name}")
-            if isinstance(obj, Operation) and not allow_operation:
-                raise TypeError(f"Can not convert an Operation into a Tensor: {obj.name}")
+                raise ValueError(f"Tensor {obj} is not an element of this graph.")
             return obj
-        if not isinstance(obj, str):
-            raise TypeError(f"Can not convert a {type(obj).__name__} into a graph element.")
-        wanted = " or ".join(k for k, ok in (("Tensor", allow_tensor), ("Operation", allow_operation)) if ok)
-        if ":" in obj and not allow_tensor:
-            raise ValueError(f"Name {obj!r} appears to refer to a Tensor, not a {wanted}.")
-        if ":" in obj:
-            op_name, _, index = obj.rpartition(":")
+        if isinstance(obj, Operation) and allow_operation:
+            if obj.graph is not self:
+                raise ValueError(f"Operation {obj} is not an element of this graph.")
+            return obj
+        raise TypeError(f"Can not convert a {type(obj).__name__} into a {types_str}.")
+
+    def _element_by_name(self, name: str, allow_tensor: bool, allow_operation: bool, types_str: str):
+        if ":" in name and allow_tensor:
             try:
-                index = int(index)
+                op_name, out_n = name.split(":")
+                out_n = int(out_n)
             except ValueError:
-                raise ValueError(f"The name {obj!r} looks a like a Tensor name, but is not a valid one. "
-                                 "Tensor names must be of the form \"<op_name>:<output_index>\".") from None
+                raise ValueError(f"The name {name!r} looks a like a Tensor name, but is not a valid one. Tensor "
+                                 "names must be of the form \"<op_name>:<output_index>\".") from None
             if op_name not in self._ops_by_name:
-                raise KeyError(f"The name {obj!r} refers to a Tensor which does not exist. "
-                               f"The operation, {op_name!r}, does not exist in the graph.")
-            op = self._ops_by_name[op_name]
-            if not 0 <= index < len(op._outputs):
-                raise KeyError(f"The name {obj!r} refers to a Tensor which does not exist. The operation, "
-                               f"{op_name!r}, exists but only has {len(op._outputs)} outputs.")
-            return op._outputs[index]
-        if not allow_operation:
-            if obj in self._ops_by_name:
-                raise ValueError(f"The name {obj!r} refers to an Operation, not a {wanted}. Tensor names must be of "
-                                 f"the form \"<op_name>:<output_index>\".")
-            raise ValueError(f"The name {obj!r} looks like an (invalid) Operation name, not a {wanted}. Tensor names "
-                             f"must be of the form \"<op_name>:<output_index>\".")
-        if obj not in self._ops_by_name:
-            raise KeyError(f"The name {obj!r} refers to an Operation not in the graph.")
-        return self._ops_by_name[obj]
+                raise KeyError(f"The name {name!r} refers to a Tensor which does not exist. The operation, "
+                               f"{op_name!r}, does not exist in the graph.")
+            outputs = self._ops_by_name[op_name]._outputs
+            try:
+                return outputs[out_n]
+            except IndexError:
+                raise KeyError(f"The name {name!r} refers to a Tensor which does not exist. The operation, "
+                               f"{op_name!r}, exists but only has {len(outputs)} outputs.") from None
+        if ":" in name:
+            raise ValueError(f"Name {name!r} appears to refer to a Tensor, not a {types_str}.")
+        if allow_operation:
+            if name not in self._ops_by_name:
+                raise KeyError(f"The name {name!r} refers to an Operation not in the graph.")
+            return self._ops_by_name[name]
+        if name in self._ops_by_name:
+            message = f"The name {name!r} refers to an Operation, not a {types_str}."
+        else:
+            message = f"The name {name!r} looks like an (invalid) Operation name, not a {types_str}."
+        raise ValueError(message + " Tensor names must be of the form \"<op_name>:<output_index>\".")
 
     # --- collections -----------------------------------------------------------------------------------------
     def add_to_collection(self, name: str, value) -> None:
-        self._collections.setdefault(name, []).append(value)
+        """Append `value` to collection `name` (RuntimeError on a finalized graph, as in TF)."""
+        self._check_not_finalized()
+        with self._lock:
+            self._collections.setdefault(name, []).append(value)
 
     def add_to_collections(self, names, value) -> None:
         for name in ([names] if isinstance(names, str) else set(names)):
             self.add_to_collection(name, value)
 
     def get_collection_ref(self, name: str) -> list:
-        return self._collections.setdefault(name, [])
+        """The live list of collection `name`, created empty if new."""
+        with self._lock:
+            return self._collections.setdefault(name, [])
 
     def get_collection(self, name: str, scope: str | None = None) -> list:
         """A copy of a collection, optionally filtered to items whose name matches `scope` (re.match)."""
-        items = self._collections.get(name, [])
+        with self._lock:
+            items = list(self._collections.get(name, ()))
         if scope is None:
-            return list(items)
+            return items
         pattern = re.compile(scope)
-        return [item for item in items if getattr(item, "name", None) is not None and pattern.match(item.name)]
+        return [item for item in items if isinstance(getattr(item, "name", None), str) and pattern.match(item.name)]
+
+    @property
+    def collections(self) -> list:
+        """The names of the collections known to this graph, empty ones included."""
+        return list(self._collections)
 
     def get_all_collection_keys(self) -> list[str]:
-        return [k for k, v in self._collections.items() if v]
+        """The string-named collections of this graph (TF leaves out tuple-keyed internal stores)."""
+        with self._lock:
+            return [key for key in self._collections if isinstance(key, str)]
 
     def clear_collection(self, name: str) -> None:
-        self._collections.pop(name, None)
+        """Forget collection `name` (RuntimeError on a finalized graph)."""
+        self._check_not_finalized()
+        with self._lock:
+            self._collections.pop(name, None)
+
+    # --- feeding and fetching ---------------------------------------------------------------------------------
+    def prevent_feeding(self, tensor: Tensor) -> None:
+        """Mark `tensor` as not feedable: Session.run rejects it as a feed_dict key."""
+        self._unfeedable_tensors.add(tensor)
+
+    def is_feedable(self, tensor: Tensor) -> bool:
+        """Whether `tensor` may be fed (True unless `prevent_feeding` was called on it)."""
+        return tensor not in self._unfeedable_tensors
+
+    def prevent_fetching(self, op: Operation) -> None:
+        """Mark `op` (and so all its outputs) as not fetchable by Session.run."""
+        self._unfetchable_ops.add(op)
+
+    def is_fetchable(self, tensor_or_op) -> bool:
+        """Whether a Tensor (judged by its op) or an Operation may be fetched."""
+        op = tensor_or_op._op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable_ops
 
     # --- misc ------------------------------------------------------------------------------------------------
     def finalize(self) -> None:
+        """Make the graph read-only: creating ops or changing collections raises RuntimeError from now on."""
         self._finalized = True
 
-    finalized = property(lambda self: self._finalized)
-    version = property(lambda self: len(self._ops))
+    def _check_not_finalized(self) -> None:
+        if self._finalized:
+            raise RuntimeError("Graph is finalized and cannot be modified.")
+
+    finalized = property(lambda self: self._finalized, doc="True once finalize() was called.")
+    version = property(lambda self: len(self._ops), doc="Grows by one with each op added to the graph.")
+    building_function = property(lambda self: False, doc="Always False: adplace builds no function graphs.")
 
     @contextlib.contextmanager
     def as_default(self):
@@ -424,6 +504,24 @@ class Graph:
 
     def __len__(self) -> int:
         return len(self._ops)
+
+
+def _check_input_types(name: str, inputs: tuple, input_types) -> None:
+    """create_op(input_types=...): each given type must be compatible with its input's dtype (TF's check)."""
+    from_inputs = [t._dtype for t in inputs]
+    expected = [as_dtype(x) for x in input_types]
+    if len(expected) != len(inputs) or not all(x.is_compatible_with(d) for d, x in zip(from_inputs, expected)):
+        raise TypeError(f"In op '{name}', input types ({from_inputs}) are not compatible with expected types "
+                        f"({expected})")
+
+
+def _check_output_dtypes(name: str, op_type: str, output_specs: list, dtypes) -> None:
+    """create_op(dtypes=...): the requested output dtypes must be the ones the op's type produces."""
+    inferred = [dtype for dtype, _ in output_specs]
+    requested = [as_dtype(d) for d in dtypes]
+    if [d.base_dtype for d in requested] != [d.base_dtype for d in inferred]:
+        raise TypeError(f"create_op: op '{name}' ({op_type}) outputs {[d.name for d in inferred]}, but dtypes="
+                        f"{[d.name for d in requested]} was requested. Pass dtypes=None to use the inferred ones.")
 
 
 def _function_name(function) -> str:

@@ -30,6 +30,34 @@ class NodeDef:
     def __repr__(self) -> str:
         return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
 
+    def __str__(self) -> str:
+        """Protobuf text of the name, op, input and device fields (attrs are Python values here, not protos)."""
+        lines = [f'name: "{self.name}"', f'op: "{self.op}"'] + [f'input: "{i}"' for i in self.input]
+        if self.device:
+            lines.append(f'device: "{self.device}"')
+        return "\n".join(lines) + "\n"
+
+
+class TensorRef:
+    """What `Tensor.ref()` returns: hashed and compared by the tensor's identity; `deref()` gives it back."""
+
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor: "Tensor"):
+        self._tensor = tensor
+
+    def deref(self) -> "Tensor":
+        return self._tensor
+
+    def __hash__(self) -> int:
+        return id(self._tensor)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TensorRef) and other._tensor is self._tensor
+
+    def __repr__(self) -> str:
+        return f"<Reference wrapping {self._tensor!r}>"
+
 
 class Tensor:
     """A symbolic output of an Operation: (op, index), dtype and static shape. Values exist only in Session.run."""
@@ -73,20 +101,36 @@ class Tensor:
         return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
 
     def __str__(self) -> str:
-        return f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name})'
+        """TF's text: `Tensor("add:0", shape=(2,), dtype=float32, device=/device:GPU:0)`; the shape only when
+        the rank is known, the device only when one was requested."""
+        shape = f", shape={self._shape}" if self._shape.ndims is not None else ""
+        device = f", device={self.device}" if self.device else ""
+        return f'Tensor("{self.name}"{shape}, dtype={self._dtype.name}{device})'
 
     def __bool__(self):
         raise TypeError(f"Using a `tf.Tensor` as a Python `bool` is not allowed: {self.name!r} has no value until "
                         "Session.run. Use `if t is not None:` to test for None, or tf.cond to branch on its value.")
 
-
     def __iter__(self):
+        """`self[0]`, `self[1]`, ... along a statically known first dimension (`a, b = t` unpacks a pair).
+
+        Indexing is the `__getitem__` that ops/slicing_ops registers on Tensor, as TF registers its operators.
+        """
         dims = self._shape.as_tuple()
-        if dims is None or not dims or dims[0] is None:
-            raise TypeError(f"Tensor {self.name!r} is not iterable: its first dimension is not statically known "
-                            f"(shape {self._shape}).")
-        from adplace.ops import array_ops  # ops register the indexing op; framework must not import ops at load
-        return iter(array_ops.unstack(self, num=dims[0]))
+        if dims is None:
+            raise TypeError(f"Cannot iterate over a tensor with unknown shape ({self.name!r} is not iterable).")
+        if not dims:
+            raise TypeError(f"Cannot iterate over a scalar tensor ({self.name!r} is not iterable).")
+        if dims[0] is None:
+            raise TypeError(f"Cannot iterate over a tensor with unknown first dimension ({self.name!r} is not "
+                            f"iterable: shape {self._shape}).")
+        return (self[i] for i in range(dims[0]))
+
+    def experimental_ref(self) -> "TensorRef":
+        """A hashable reference to this tensor, for use as a dict key or set member (tf.Tensor.experimental_ref)."""
+        return TensorRef(self)
+
+    ref = experimental_ref
 
     def __len__(self):
         raise TypeError(f"len is not well defined for symbolic Tensors ({self.name!r}). Use tf.shape(x)[0].")
@@ -166,8 +210,10 @@ class Operation:
         self._device_text = text or ""
 
     def __repr__(self) -> str:
-        device = f" device={self._device}" if self._device else ""
-        return f"<tf.Operation '{self._name}' type={self._type}{device}>"
+        return f"<tf.Operation '{self._name}' type={self._type}>"
+
+    def __str__(self) -> str:
+        return str(self.node_def)
 
     __hash__ = object.__hash__
 

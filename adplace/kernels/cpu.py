@@ -25,6 +25,7 @@ from adplace.framework.errors import FailedPreconditionError, InvalidArgumentErr
 from adplace.framework.operation import ref_variable
 from adplace.framework.registry import register_kernel
 from adplace.framework.tensor_shape import broadcast_reduction_axes, dims_text
+from adplace.kernels import special
 
 ALL = _dtypes.ALL
 GPU_ALL = ALL - {_dtypes.string}
@@ -352,12 +353,19 @@ UNARY_KERNELS = {
     "Rsqrt": lambda xp: lambda x: 1 / xp.sqrt(x), "Reciprocal": "reciprocal", "Exp": "exp", "Log": "log",
     "Log1p": "log1p", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": "tanh", "Sigmoid": _sigmoid,
     "Relu": lambda xp: lambda x: xp.maximum(x, 0), "Floor": "floor", "Ceil": "ceil",
+    "Round": "round", "Rint": "rint", "Atan": "arctan", "Asin": "arcsin", "Acos": "arccos", "Sinh": "sinh",
+    "Cosh": "cosh", "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh", "Expm1": "expm1",
+    "Erf": special.erf, "Erfc": special.erfc, "Lgamma": special.lgamma, "Digamma": special.digamma,
 }
 BINARY_KERNELS = {
     "Add": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide", "FloorDiv": "floor_divide",
     "FloorMod": "mod", "Pow": "power", "Maximum": "maximum", "Minimum": "minimum",
     "SquaredDifference": lambda xp: lambda x, y: xp.square(x - y), "Less": "less", "LessEqual": "less_equal",
     "Greater": "greater", "GreaterEqual": "greater_equal", "Equal": "equal", "NotEqual": "not_equal",
+    "Atan2": "arctan2", "TruncateMod": "fmod", "Polygamma": special.polygamma,
+    "TruncateDiv": "true_divide",  # floats; integers: _truncate_div below
+    "DivNoNan": lambda xp: lambda x, y: xp.where(y == 0, xp.zeros((), dtype=xp.result_type(x, y)),
+                                                 x / xp.where(y == 0, xp.ones((), dtype=xp.result_type(y)), y)),
     # gradients of unary ops from the forward output y and the gradient dy, in TF's (Eigen's) order of operations
     "TanhGrad": lambda xp: lambda y, dy: dy * (1 - y * y), "SigmoidGrad": lambda xp: lambda y, dy: dy * y * (1 - y),
     "SqrtGrad": lambda xp: lambda y, dy: 0.5 * dy / y, "RsqrtGrad": lambda xp: lambda y, dy: -0.5 * (dy * y) * (y * y),
@@ -372,16 +380,26 @@ def elementwise_fn(op_type: str, xp):
     return getattr(xp, how) if isinstance(how, str) else how(xp)
 
 
+_INTEGER_DIVISIONS = ("FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod")
 for _op_type in (*UNARY_KERNELS, *BINARY_KERNELS):
-    if _op_type not in ("FloorDiv", "FloorMod"):
+    if _op_type not in _INTEGER_DIVISIONS:
         kernel(_op_type)(with_xp(functools.partial(elementwise_fn, _op_type)))
 
 
+def _truncate_div(xp):
+    """C's integer `/` (toward zero) without a float round trip, which loses int64 precision."""
+    def truncate_div(x, y):
+        q = xp.floor_divide(x, y)
+        return q + ((q * y != x) & ((x < 0) != (y < 0)))
+    return truncate_div
+
+
 def _integer_division(op, ctx):
-    """FloorDiv/FloorMod: integer division by zero is an error in TF, not NumPy's silent 0. Float FloorDiv is TF's
-    floor(x / y) (NumPy's floor_divide differs where x / y rounds up to an integer: 1.0 // 0.1 is 9.0 there)."""
+    """FloorDiv/FloorMod/TruncateDiv/TruncateMod: integer division by zero is an error in TF, not NumPy's silent 0.
+    Float FloorDiv is TF's floor(x / y) (NumPy's floor_divide differs where x / y rounds up to an integer: 1.0 // 0.1
+    is 9.0 there); float TruncateDiv is plain x / y, as TF's kernel."""
     xp = ctx.xp
-    fn = elementwise_fn(op._type, xp)
+    fn = _truncate_div(xp) if op._type == "TruncateDiv" and op._attrs["T"].is_integer else elementwise_fn(op._type, xp)
     if not op._attrs["T"].is_integer:
         return (lambda x, y: xp.floor(xp.true_divide(x, y))) if op._type == "FloorDiv" else fn
 
@@ -392,8 +410,8 @@ def _integer_division(op, ctx):
     return divide
 
 
-kernel("FloorDiv")(_integer_division)
-kernel("FloorMod")(_integer_division)
+for _op_type in _INTEGER_DIVISIONS:
+    kernel(_op_type)(_integer_division)
 
 
 @kernel("MatMul", gpu_types=GPU_FLOAT)

@@ -21,6 +21,8 @@ C_TYPES = {_dtypes.float32: "float", _dtypes.float64: "double", _dtypes.bool: "b
 FLOAT_TYPES = frozenset({_dtypes.float32, _dtypes.float64})
 
 # op type -> CUDA expression over its arguments {0}, {1}; {f} is the float-function suffix ("f" for float, else "").
+# Elementwise ops left out (Round, Atan, Erf, Lgamma, Digamma, Atan2, DivNoNan, ...) run as kernels of their own:
+# their CPU kernels are series or NumPy functions the fused CUDA subset (and tests' fake CuPy) does not cover.
 FUSIBLE = {
     "Neg": "-{0}", "Abs": "fabs{f}({0})", "Sign": "ad_sign({0})", "Square": "{0} * {0}", "Sqrt": "sqrt{f}({0})",
     "Rsqrt": "rsqrt{f}({0})", "Reciprocal": "1 / {0}", "Exp": "exp{f}({0})", "Log": "log{f}({0})",

@@ -1,24 +1,41 @@
-"""tf.layers.Dense / tf.layers.dense: outputs = activation(inputs @ kernel + bias).
+"""tf.layers' core layers: Dense (outputs = activation(inputs @ kernel + bias)), Flatten and Dropout.
 
     y = tf.layers.dense(x, 4, activation=tf.nn.relu)   # dense/kernel [in, 4], dense/bias [4]; op dense/Relu
+    f = tf.layers.flatten(images)                      # [None, 28, 28, 1] -> [None, 784]; op flatten/Reshape
+    d = tf.layers.dropout(y, rate=0.5, training=True)  # half the units zeroed, the rest doubled
 """
 from __future__ import annotations
 
+import numpy as np
+
+from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
+from adplace.framework.tensor_shape import TensorShape
+from adplace.layers import conv_utils
 from adplace.layers.base import ZEROS, Layer
-from adplace.ops import array_ops, math_ops, nn_ops
+from adplace.ops import array_ops, math_ops, nn_impl, nn_ops, selection_ops
+from adplace.ops.op_builder import constant_value
 
 _ACTIVATIONS = {"relu": math_ops.relu, "sigmoid": math_ops.sigmoid, "tanh": math_ops.tanh, "linear": None}
 
 
-def _activation(activation):
+def get_activation(activation):
     """A callable, None, or a Keras name ("relu", "sigmoid", "tanh", "linear")."""
     if isinstance(activation, str):
         if activation not in _ACTIVATIONS:
             raise ValueError(f"Unknown activation function: {activation}")
         return _ACTIVATIONS[activation]
     return activation
+
+
+def add_activity_loss(layer: Layer, outputs: Tensor) -> None:
+    """Adds the layer's activity regularizer loss of `outputs`, divided by the batch size (Keras's batch-agnostic
+    strength), to its losses and REGULARIZATION_LOSSES."""
+    with name_scope("ActivityRegularizer"):
+        loss = layer.activity_regularizer(outputs)
+        batch_size = math_ops.cast(array_ops.shape(outputs)[0], loss.dtype.base_dtype)
+        layer.add_loss(math_ops.truediv(loss, batch_size))
 
 
 class Dense(Layer):
@@ -30,7 +47,7 @@ class Dense(Layer):
                  name: str | None = None, **kwargs):
         super().__init__(trainable=trainable, name=name, **kwargs)
         self.units = int(units)
-        self.activation = _activation(activation)
+        self.activation = get_activation(activation)
         self.use_bias = use_bias
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
@@ -67,7 +84,7 @@ class Dense(Layer):
         if self.activation is not None:
             outputs = self.activation(outputs)
         if self.activity_regularizer is not None:
-            self._add_activity_loss(outputs)
+            add_activity_loss(self, outputs)
         return outputs
 
     def _tensordot(self, inputs: Tensor) -> Tensor:
@@ -85,12 +102,6 @@ class Dense(Layer):
             outputs.set_shape(leading + [self.units])
         return outputs
 
-    def _add_activity_loss(self, outputs: Tensor) -> None:
-        """The activity regularizer's loss divided by the batch size (Keras's batch-agnostic strength)."""
-        with name_scope("ActivityRegularizer"):
-            loss = self.activity_regularizer(outputs)
-            batch_size = math_ops.cast(array_ops.shape(outputs)[0], loss.dtype.base_dtype)
-            self.add_loss(math_ops.truediv(loss, batch_size))
 
 
 def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_initializer=None,
@@ -119,3 +130,112 @@ def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_ini
                   kernel_constraint=kernel_constraint, bias_constraint=bias_constraint, trainable=trainable,
                   name=name, _scope=name, _reuse=reuse)
     return layer.apply(inputs)
+
+
+class Flatten(Layer):
+    """Flattens each example to a vector, keeping the batch axis (tf.layers.Flatten): [N, d1, d2, ...] -> [N, d1*d2*...].
+
+    A rank-1 input [N] becomes [N, 1]. With data_format "channels_first" the channel axis is moved last first, so
+    the order of the values matches a "channels_last" model's.
+    """
+
+    def __init__(self, data_format: str = "channels_last", name: str | None = None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.data_format = conv_utils.normalize_data_format(data_format)
+
+    def call(self, inputs: Tensor) -> Tensor:
+        conv_utils.check_input_rank(self.name, inputs.shape, min_ndim=1)
+        rank = inputs.shape.ndims
+        if self.data_format == "channels_first" and rank is not None and rank > 1:
+            inputs = array_ops.transpose(inputs, perm=[0, *range(2, rank), 1])
+        dims = inputs.shape.as_list() if rank is not None else None
+        if dims is not None and None not in dims[1:]:
+            outputs = array_ops.reshape(inputs, (-1, int(np.prod(dims[1:], dtype=np.int64))))
+        else:
+            batch_size = dims[0] if dims else None
+            outputs = array_ops.reshape(inputs, (batch_size or array_ops.shape(inputs)[0], -1))
+        outputs.set_shape(self.compute_output_shape(inputs.shape))
+        return outputs
+
+    @staticmethod
+    def compute_output_shape(input_shape: TensorShape) -> TensorShape:
+        """[batch, product of the other dims], None where a dim is unknown."""
+        if input_shape.ndims is None:
+            return TensorShape([None, None])
+        dims = input_shape.as_list()
+        return TensorShape([dims[0], int(np.prod(dims[1:], dtype=np.int64)) if all(dims[1:]) else None])
+
+
+def flatten(inputs, name: str | None = None, data_format: str = "channels_last") -> Tensor:
+    """Flattens `inputs` to [batch, -1], keeping a static batch size (tf.layers.flatten).
+
+        x = tf.placeholder(tf.float32, [None, 4, 4])
+        tf.layers.flatten(x)          # shape [None, 16], op flatten/Reshape
+
+    Args:
+      inputs: a Tensor of rank >= 1.
+      name: the layer's name (its name scope), else "flatten" made unique.
+      data_format: "channels_last" or "channels_first" (the channel axis is moved last before flattening).
+    Returns:
+      The [batch, k] Tensor.
+    Raises:
+      ValueError: `inputs` is a scalar, or `data_format` is not one of the two.
+    """
+    return Flatten(name=name, data_format=data_format).apply(inputs)
+
+
+class Dropout(Layer):
+    """Zeroes each input unit with probability `rate` while training, scaling the kept ones by 1 / (1 - rate), so
+    the expected sum is unchanged; the identity otherwise (tf.layers.Dropout).
+
+    `training` is a Python bool, or a boolean Tensor (e.g. an `is_training` placeholder). TF picks the branch with
+    tf.cond; adplace has no tf.cond yet, so for a Tensor whose value is unknown when the graph is built both branches
+    are built and a Select (tf.where on the scalar flag) chooses between them, named like TF's cond output
+    ("dropout/cond/Merge"). The values and gradients are the same; the mask is drawn (and discarded) even when not
+    training.
+    """
+
+    def __init__(self, rate: float = 0.5, noise_shape=None, seed=None, name: str | None = None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
+
+    def _get_noise_shape(self, inputs: Tensor):
+        """`noise_shape` with its None entries filled from the input's dynamic shape."""
+        if self.noise_shape is None:
+            return None
+        concrete_inputs_shape = array_ops.shape(inputs)
+        return convert_to_tensor([concrete_inputs_shape[i] if value is None else value
+                                  for i, value in enumerate(self.noise_shape)])
+
+    def _dropped(self, inputs: Tensor) -> Tensor:
+        return nn_impl.dropout(inputs, noise_shape=self._get_noise_shape(inputs), seed=self.seed, rate=self.rate)
+
+    def call(self, inputs: Tensor, training=False) -> Tensor:
+        if isinstance(training, Tensor) or hasattr(training, "_as_graph_element"):
+            training = convert_to_tensor(training)
+            known = constant_value(training)
+            if known is None:
+                with name_scope("cond"):
+                    return selection_ops.where(training, self._dropped(inputs), array_ops.identity(inputs),
+                                           name="Merge")
+            training = bool(known)
+        return self._dropped(inputs) if training else array_ops.identity(inputs)
+
+
+def dropout(inputs, rate: float = 0.5, noise_shape=None, seed=None, training=False, name: str | None = None) -> Tensor:
+    """Dropout applied to `inputs` when `training` (tf.layers.dropout), in name scope `name` or "dropout" made unique.
+
+        is_training = tf.placeholder_with_default(False, [])
+        h = tf.layers.dropout(h, rate=0.3, training=is_training)   # identity unless fed True
+
+    Args:
+      inputs: a float Tensor.
+      rate: the fraction of units to drop (1 - keep_prob).
+      noise_shape: the shape of the keep/drop mask, broadcast against `inputs`; None entries take the input's size.
+      seed: the op-level random seed.
+      training: a Python bool or a scalar bool Tensor: drop (True) or pass `inputs` through (False, the default).
+      name: the layer's name.
+    Returns:
+      A Tensor shaped like `inputs`.
+    """
+    return Dropout(rate, noise_shape=noise_shape, seed=seed, name=name).apply(inputs, training=training)

@@ -5,16 +5,18 @@ import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
-from adplace.ops import array_ops, math_ops
+from adplace.ops import array_ops, math_ops, selection_ops, slicing_ops
+from adplace.ops.array_ops import reshape, shape, shape_internal
 from adplace.ops.constant_op import constant
-from adplace.ops.array_ops import _getitem, shape_internal, reshape, shape, where
-from adplace.ops.math_grad import static_dims
+from adplace.ops.selection_ops import where
+from adplace.ops.slicing_ops import _getitem
+from adplace.ops.math_grad import static_dims, sum_to_shape_of
 from adplace.ops.op_builder import constant_value
 
 for _op_type in ("Placeholder", "Const", "StopGradient", "Shape", "Size", "Rank", "ZerosLike", "Where",
                  "BroadcastGradientArgs", "InvertPermutation", "RandomUniform", "RandomUniformInt",
                  "RandomStandardNormal", "TruncatedNormal", "VariableV2", "Assign", "AssignAdd", "AssignSub",
-                 "IsVariableInitialized", "InitializedValue", "NoOp"):
+                 "IsVariableInitialized", "InitializedValue", "NoOp", "RandomShuffle", "Multinomial"):
     NotDifferentiable(_op_type)
 
 RegisterGradient("Identity")(lambda op, grad: [grad])
@@ -83,7 +85,7 @@ def _strided_slice_grad(op, grad):
     x = op._inputs[0]
     dims = static_dims(x)
     x_shape = constant(list(dims), dtype=_dtypes.int32) if dims is not None else shape(x)
-    return [array_ops.strided_slice_grad(x_shape, grad, op._attrs["slice_spec"])]
+    return [slicing_ops.strided_slice_grad(x_shape, grad, op._attrs["slice_spec"])]
 
 
 RegisterGradient("StridedSliceGrad")(lambda op, grad: [None, _getitem(grad, op._attrs["slice_spec"])])
@@ -103,3 +105,92 @@ def _select_grad(op, grad):
     cond = op._inputs[0]
     zeros = array_ops.zeros_like(grad)
     return [None, where(cond, grad, zeros), where(cond, zeros, grad)]
+
+
+# --- gather ---------------------------------------------------------------------------------------------------------
+def _dim_of(t, axis: int):
+    """t's static size along `axis`, else a scalar tensor computed at run time."""
+    dims = t._shape.as_tuple()
+    return dims[axis] if dims is not None and dims[axis] is not None else shape(t)[axis]
+
+
+@RegisterGradient("GatherV2")
+def _gather_grad(op, grad):
+    """A dense gradient: the slices of `grad` summed into the rows they were gathered from (UnsortedSegmentSum).
+
+    For axis != 0 the indices' dimensions of `grad` are moved to the front, summed, and the result moved back.
+    """
+    params, indices, axis_t = op._inputs
+    axis, p_rank, i_rank = constant_value(axis_t), params._shape.ndims, indices._shape.ndims
+    if axis is None or p_rank is None or (int(axis) % p_rank != 0 and i_rank is None):
+        raise ValueError(f"The gradient of {op.name!r} (GatherV2) needs a constant axis and params and indices of "
+                         "known rank; give them static shapes (tf.reshape or a placeholder shape).")
+    axis = int(axis) % p_rank
+    if axis == 0:
+        return [math_ops.unsorted_segment_sum(grad, indices, _dim_of(params, 0)), None, None]
+    front = list(range(axis, axis + i_rank)) + list(range(axis)) + list(range(axis + i_rank, p_rank + i_rank - 1))
+    summed = math_ops.unsorted_segment_sum(array_ops.transpose(grad, front), indices, _dim_of(params, axis))
+    back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, p_rank))
+    return [array_ops.transpose(summed, back), None, None]
+
+
+@RegisterGradient("SelectV2")
+def _select_v2_grad(op, grad):
+    """Each branch gets the gradient where it was chosen, summed back over the axes it was broadcast along."""
+    cond, x, y = op._inputs
+    zero = array_ops.zeros([], dtype=grad.dtype.base_dtype)
+    gx, gy = selection_ops.where_v2(cond, grad, zero), selection_ops.where_v2(cond, zero, grad)
+    return [None, sum_to_shape_of(gx, x), sum_to_shape_of(gy, y)]
+
+
+RegisterGradient("OneHot")(lambda op, grad: [None, None, None, None])
+
+
+# --- Slice, Pad, MirrorPad, ReverseV2, IdentityN --------------------------------------------------------------------
+@RegisterGradient("Slice")
+def _slice_grad(op, grad):
+    """Zeros around the slice: `grad` padded by begin before and the rest of the input after, per axis."""
+    x, begin = op._inputs[0], op._inputs[1]
+    after = math_ops.subtract(math_ops.subtract(shape(x, out_type=begin.dtype), shape(op._outputs[0],
+                                                                                      out_type=begin.dtype)), begin)
+    paddings = array_ops.stack([begin, after], axis=1)
+    return [slicing_ops.pad(grad, paddings), None, None]
+
+
+def _pad_grad(op, grad):
+    """The interior of `grad`: a slice from each axis' padding before, of the input's shape."""
+    x, paddings = op._inputs[0], op._inputs[1]
+    begin = reshape(slicing_ops.slice_(paddings, [0, 0], array_ops.stack([array_ops.rank(x), 1])), [-1])
+    x_grad = slicing_ops.slice_(grad, begin, shape(x, out_type=paddings.dtype))
+    return [x_grad, None] + [None] * (len(op._inputs) - 2)
+
+
+RegisterGradient("Pad")(_pad_grad)
+RegisterGradient("PadV2")(_pad_grad)
+RegisterGradient("MirrorPad")(lambda op, grad: [slicing_ops.mirror_pad_grad(grad, op._inputs[1], op._attrs["mode"]),
+                                                None])
+RegisterGradient("MirrorPadGrad")(lambda op, grad: [slicing_ops.pad(grad, op._inputs[1], mode=op._attrs["mode"]),
+                                                    None])
+RegisterGradient("ReverseV2")(lambda op, grad: [slicing_ops.reverse(grad, op._inputs[1]), None])
+RegisterGradient("IdentityN")(lambda op, *grads: list(grads))
+
+
+# --- PlaceholderWithDefault, ShapeN, BroadcastTo, TopKV2, Unique, LinSpace -----------------------------------------
+RegisterGradient("PlaceholderWithDefault")(lambda op, grad: [grad])
+for _op_type in ("ShapeN", "Unique", "LinSpace"):
+    NotDifferentiable(_op_type)
+RegisterGradient("BroadcastTo")(lambda op, grad: [sum_to_shape_of(grad, op._inputs[0]), None])
+
+
+@RegisterGradient("TopKV2")
+def _top_k_grad(op, grad, _):
+    """Each value's gradient goes back to the input position it was taken from (its row's offset + its index);
+    every other position gets zero. The indices are distinct, so a segment sum places them."""
+    x, indices = op._inputs[0], op._outputs[1]
+    x_shape = shape(x)
+    columns = shape(x, out_type=_dtypes.int32)[-1]
+    rows = array_ops.size(x) // columns if x._shape.ndims != 1 else 1
+    offsets = array_ops.expand_dims(math_ops.range(0, rows) * columns, -1)
+    flat = reshape(reshape(indices, array_ops.stack([rows, -1])) + offsets, [-1])
+    placed = math_ops.unsorted_segment_sum(reshape(grad, [-1]), flat, array_ops.size(x))
+    return [reshape(placed, x_shape), None]

@@ -1,4 +1,9 @@
-"""Array ops: placeholders, identity, shapes, reshape/transpose, split/concat/stack, fill and slicing."""
+"""Array ops: placeholders, identity, shapes, reshape/transpose/squeeze/expand_dims, split/concat/stack,
+fill/zeros/ones and invert_permutation.
+
+Their neighbours: slicing_ops (indexing, tf.slice, gather, pad, reverse), selection_ops (where, one_hot and masks)
+and broadcast_ops (tile, broadcast_to).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +15,9 @@ from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, as_shape, dims_text, unknown_shape
 from adplace.ops.constant_op import constant
-from adplace.ops.op_builder import (SCALAR, apply_op, apply_op_1, check_dtype, check_same_dtype, constant_value,
-                                    int_const, merged_shape, normalize_axis, shape_from_tensor, shapes_text,
-                                    to_tensors)
+from adplace.ops.op_builder import (SCALAR, apply_op, apply_op_1, check_same_dtype,
+                                    constant_value, int_const, merged_shape, normalize_axis, shape_from_tensor,
+                                    shapes_text, to_tensors)
 
 
 def _same(inputs, attrs, name):
@@ -29,6 +34,40 @@ def placeholder(dtype, shape=None, name: str | None = None) -> Tensor:
     """A tensor that must be fed at run time (tf.placeholder); `shape=None` accepts any shape."""
     return apply_op_1("Placeholder", [], {"dtype": _dtypes.as_dtype(dtype).base_dtype, "shape": as_shape(shape)},
                       name=name or "Placeholder")
+
+
+def _placeholder_with_default_infer(inputs, attrs, name):
+    """TF merges input's shape with `shape` only to check them; the output keeps the (less specific) `shape`."""
+    x, wanted = inputs[0], attrs["shape"]
+    have, want = x._shape.as_tuple(), wanted.as_tuple()
+    where_text = f" for '{name}' (op: 'PlaceholderWithDefault') with input shapes: {shapes_text(inputs)}."
+    if have is not None and want is not None:
+        if len(have) != len(want):
+            raise ValueError(f"Shapes must be equal rank, but are {len(have)} and {len(want)}{where_text}")
+        for i, (a, b) in enumerate(zip(have, want)):
+            if a is not None and b is not None and a != b:
+                raise ValueError(f"Dimension {i} in both shapes must be equal, but are {a} and {b}. Shapes are "
+                                 f"{dims_text(have)} and {dims_text(want)}.{where_text}")
+    return [(x._dtype.base_dtype, wanted)]
+
+
+register_op("PlaceholderWithDefault", _placeholder_with_default_infer, is_view=True)
+
+
+def placeholder_with_default(input, shape, name: str | None = None) -> Tensor:  # noqa: A002 - TF's argument name
+    """`input`, unless a value is fed for it (tf.placeholder_with_default). The output has the static `shape`, which
+    may be less specific than input's, so a fed value may have any shape compatible with it.
+
+        batch = tf.placeholder_with_default([[1., 2.]], shape=[None, 2])
+        sess.run(batch)                                     # [[1., 2.]]
+        sess.run(batch, {batch: np.zeros([3, 2])})          # three rows
+
+    Raises:
+      ValueError: `shape` is incompatible with input's shape.
+    """
+    x = convert_to_tensor(input, name="input")
+    return apply_op_1("PlaceholderWithDefault", [x], {"dtype": x.dtype.base_dtype, "shape": as_shape(shape)},
+                      name=name or "PlaceholderWithDefault")
 
 
 def identity(input, name: str | None = None) -> Tensor:  # noqa: A002 - TF's argument name
@@ -49,6 +88,8 @@ def _shape_infer(inputs, attrs, name):
 register_op("Shape", _shape_infer)
 register_op("Size", lambda inputs, attrs, name: [(attrs["out_type"], SCALAR)])
 register_op("Rank", lambda inputs, attrs, name: [(_dtypes.int32, SCALAR)])
+register_op("ShapeN", lambda inputs, attrs, name: [(attrs["out_type"], TensorShape([t._shape.ndims]))
+                                                     for t in inputs])
 
 
 def shape(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool = True) -> Tensor:  # noqa: A002
@@ -58,6 +99,15 @@ def shape(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool
     if optimize and input.shape.is_fully_defined():
         return constant(input.shape.as_list(), dtype=out_type, name=name or "Shape")
     return apply_op_1("Shape", [input], {"out_type": _dtypes.as_dtype(out_type)}, name=name or "Shape")
+
+
+def shape_n(input, out_type=_dtypes.int32, name: str | None = None) -> list[Tensor]:  # noqa: A002
+    """The shapes of a list of tensors, as the outputs of one ShapeN op (tf.shape_n); computed at run time even
+    where static, as in TF (conv gradients use it)."""
+    tensors = [convert_to_tensor(t) for t in input]
+    out_type = _dtypes.as_dtype(out_type).base_dtype
+    return list(apply_op("ShapeN", tensors, {"N": len(tensors), "out_type": out_type, "T": tensors[0].dtype.base_dtype},
+                         name=name or "ShapeN").outputs)
 
 
 def size(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool = True) -> Tensor:  # noqa: A002
@@ -417,189 +467,7 @@ def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True
         return ones(shape_internal(tensor, optimize), dtype=dtype or tensor.dtype.base_dtype, name=scope)
 
 
-# --- StridedSlice (Python indexing) --------------------------------------------------------------------------------
-def _slice_infer(inputs, attrs, name):
-    """The shape of x[spec], dimension by dimension, so unknown dims stay unknown instead of losing the rank."""
-    x = inputs[0]
-    dims = x._shape.as_tuple()
-    if dims is None:
-        return [(x._dtype.base_dtype, unknown_shape())]
-    spec = list(attrs["slice_spec"])
-    consumed = sum(1 for k in spec if k is not None and k is not Ellipsis)
-    if Ellipsis in spec:
-        at = spec.index(Ellipsis)
-        spec[at:at + 1] = [slice(None)] * (len(dims) - consumed)
-    spec += [slice(None)] * (len(dims) - sum(1 for k in spec if k is not None))
-    out, axis = [], 0
-    for k in spec:
-        if k is None:
-            out.append(1)
-            continue
-        if axis >= len(dims):
-            raise ValueError(f"Index out of range using input dim {axis}; input has only {len(dims)} dims for "
-                             f"'{name}' (op: 'StridedSlice')")
-        d = dims[axis]
-        if isinstance(k, slice):
-            out.append(None if d is None else len(range(*k.indices(d))))
-        elif d is not None and not -d <= int(k) < d:
-            raise ValueError(f"slice index {int(k)} of dimension {axis} out of bounds for '{name}' (op: "
-                             f"'StridedSlice') with input shape {dims_text(dims)}")
-        axis += 1
-    return [(x._dtype.base_dtype, TensorShape(out))]
-
-
-register_op("StridedSlice", _slice_infer, is_view=True)
-
-
-def _getitem(tensor: Tensor, key) -> Tensor:
-    """tensor[key] with ints, slices, None (newaxis) and Ellipsis."""
-    key = key if isinstance(key, tuple) else (key,)
-    for k in key:
-        if isinstance(k, Tensor) or (isinstance(k, slice) and any(isinstance(p, Tensor) for p in
-                                                                      (k.start, k.stop, k.step))):
-            raise TypeError(f"Indexing {tensor.name!r} with a Tensor is not supported; use tf.gather or constants.")
-        if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))):
-            raise TypeError(f"Only integers, slices (`:`), ellipsis (`...`) and tf.newaxis (`None`) are valid "
-                            f"indices, got {k!r}")
-    return apply_op_1("StridedSlice", [tensor], {"slice_spec": key}, name="strided_slice")
-
-
-Tensor.__getitem__ = _getitem
-newaxis = None
-
-
-def strided_slice_grad(shape_t: Tensor, dy: Tensor, slice_spec: tuple, name: str | None = None) -> Tensor:
-    """Zeros of `shape_t` with `dy` written at `slice_spec` (the gradient of x[slice_spec])."""
-    return apply_op_1("StridedSliceGrad", [shape_t, dy], {"slice_spec": slice_spec, "T": dy.dtype.base_dtype},
-                      name=name or "StridedSliceGrad")
-
-
-register_op("StridedSliceGrad", lambda inputs, attrs, name: [(inputs[1]._dtype.base_dtype,
-                                                               shape_from_tensor(inputs[0]))])
-
-
-# --- Tile, Select/where, BroadcastGradientArgs, InvertPermutation ----------------------------------------------------
-def _tile_dims(x_dims: tuple | None, m_dims: tuple | None, m_value, name: str) -> tuple | None:
-    """TF's Tile shape function on static facts (x's dims, multiples' dims and value when known): the output dims
-    (None: unknown rank), or TF's ValueError when they cannot fit. A multiple of -1 is an unknown dim, as in TF."""
-    def fail(detail: str):
-        known = "" if m_value is None or m_value.ndim != 1 or m_value.size > 32 else \
-            f" and with computed input tensors: input[1] = <{' '.join(str(int(v)) for v in m_value)}>"
-        raise ValueError(f"{detail} for '{name}' (op: 'Tile') with input shapes: {dims_text(x_dims)}, "
-                         f"{dims_text(m_dims)}{known}.")
-
-    if m_dims is not None and len(m_dims) != 1:
-        fail(f"Shape must be rank 1 but is rank {len(m_dims)}")
-    if m_value is not None:
-        values = [int(v) for v in m_value.ravel().tolist()]
-        if any(v < -1 for v in values):
-            fail(f"Invalid value in tensor used for shape: {min(values)}")
-        multiples = [None if v == -1 else v for v in values]
-    else:
-        multiples = None if not m_dims or m_dims[0] is None else [None] * m_dims[0]
-    if x_dims is not None:
-        if multiples is not None and len(multiples) != len(x_dims):
-            fail(f"Shape must be rank {len(x_dims)} but is rank {len(multiples)}")
-        multiples = multiples or [None] * len(x_dims)
-    if multiples is None:
-        return None
-    return tuple(0 if d == 0 or m == 0 else None if d is None or m is None else d * m
-                 for d, m in zip(x_dims or (None,) * len(multiples), multiples))
-
-
-def _tile_infer(inputs, attrs, name):
-    x, multiples_t = inputs
-    check_dtype("Tile", "multiples", multiples_t._dtype, (_dtypes.int32, _dtypes.int64))
-    value = constant_value(multiples_t)
-    dims = _tile_dims(x._shape.as_tuple(), multiples_t._shape.as_tuple(),
-                      None if value is None else np.asarray(value), name)
-    return [(x._dtype.base_dtype, TensorShape(dims))]
-
-
-register_op("Tile", _tile_infer)
-
-
-def _static_dims(value) -> tuple | None:
-    """The dims of a Tensor, Variable or Python/NumPy value, found without building an op (None: unknown)."""
-    shape = getattr(value, "shape", None)
-    if isinstance(shape, TensorShape):
-        return shape.as_tuple()
-    try:
-        return np.shape(value)
-    except ValueError:  # a ragged list: converting it reports the error
-        return None
-
-
-def tile(input, multiples, name: str | None = None) -> Tensor:  # noqa: A002
-    """Repeat `input` multiples[i] times along axis i (tf.tile).
-
-    Multiples that cannot fit `input` are TF's ValueError here, raised before any op (not even a Const) is added.
-    """
-    with name_scope(name, "Tile", [input]) as scope:
-        if isinstance(multiples, Tensor):
-            m_dims, m_value = multiples.shape.as_tuple(), None
-        elif isinstance(multiples, (list, tuple)) and any(isinstance(v, Tensor) for v in multiples):
-            m_dims, m_value = (len(multiples),), None
-        else:
-            try:
-                m_value = np.asarray(multiples)
-                m_dims, m_value = m_value.shape, (m_value if m_value.dtype.kind in "iub" else None)
-            except ValueError:  # ragged: int_const raises the conversion error
-                m_dims, m_value = None, None
-        _tile_dims(_static_dims(input), m_dims, m_value, scope.rstrip("/"))
-        return apply_op_1("Tile", [convert_to_tensor(input, name="input"), int_const(multiples, name="multiples")],
-                          name=scope)
-
-
-def _select_infer(inputs, attrs, name):
-    cond, t, e = inputs
-    if cond._dtype.base_dtype is not _dtypes.bool:
-        raise TypeError(f"Input 'condition' of 'Select' Op has type {cond._dtype.base_dtype.name} that does not "
-                        f"match expected type of bool.")
-    dtype = check_same_dtype("Select", [t, e], ("t", "e"))
-    shape = merged_shape("Select", name, [t, e])
-    c_dims, dims = cond._shape.as_tuple(), shape.as_tuple()
-    if c_dims is not None and dims is not None and c_dims != () and not (
-            TensorShape(c_dims).is_compatible_with(shape) or (len(c_dims) == 1 and dims and
-                                                               TensorShape(c_dims[:1]).is_compatible_with(
-                                                                   TensorShape(dims[:1])))):
-        raise ValueError(f"Shapes must be equal rank, but are {len(c_dims)} and {len(dims)} for '{name}' "
-                         f"(op: 'Select') with input shapes: {shapes_text(inputs)}.")
-    return [(dtype, shape)]
-
-
-register_op("Select", _select_infer)
-
-
-def where(condition, x=None, y=None, name: str | None = None) -> Tensor:
-    """Elements of `x` where `condition` holds, else of `y` (tf.where); with neither, the indices of true elements.
-
-    As TF1's Select, `condition` has the shape of x and y, or is a vector choosing whole rows, or is a scalar.
-    """
-    with name_scope(name, "Where" if x is None and y is None else "Select", [condition, x, y]) as scope:
-        condition = convert_to_tensor(condition, name="condition")
-        if x is None and y is None:
-            return apply_op_1("Where", [condition], name=scope)
-        if x is None or y is None:
-            raise ValueError("x and y must both be non-None or both be None.")
-        x = convert_to_tensor(x, name="x")
-        y = convert_to_tensor(y, dtype=x.dtype.base_dtype, name="y")
-        return apply_op_1("Select", [condition, x, y], {"T": x.dtype.base_dtype}, name=scope)
-
-
-register_op("Where", lambda inputs, attrs, name: [(_dtypes.int64, TensorShape([None, inputs[0]._shape.ndims]))])
-
-
-def broadcast_gradient_args(s0, s1, name: str | None = None) -> list[Tensor]:
-    """The axes to sum each operand's gradient over to undo broadcasting of shapes s0 and s1."""
-    return apply_op("BroadcastGradientArgs", [s0, s1], {"T": s0.dtype.base_dtype},
-                    name=name or "BroadcastGradientArgs").outputs
-
-
-register_op("BroadcastGradientArgs", lambda inputs, attrs, name: [(inputs[0]._dtype.base_dtype,
-                                                                    unknown_shape(1))] * 2)
-
-
+# --- InvertPermutation, IdentityN --------------------------------------------------------------------------------
 def invert_permutation(x, name: str | None = None) -> Tensor:
     """y with y[x[i]] = i (tf.invert_permutation)."""
     x = convert_to_tensor(x)
@@ -607,3 +475,14 @@ def invert_permutation(x, name: str | None = None) -> Tensor:
 
 
 register_op("InvertPermutation", _same)
+register_op("IdentityN", lambda inputs, attrs, name: [(t._dtype.base_dtype, t._shape) for t in inputs],
+            is_view=True)
+
+
+def identity_n(input, name: str | None = None) -> list[Tensor]:  # noqa: A002 - TF's argument name
+    """Each tensor of the list `input` as an output of one IdentityN op (tf.identity_n)."""
+    with name_scope(name, "IdentityN", input) as scope:
+        tensors = [convert_to_tensor(t, name="input") for t in input]
+        return list(apply_op("IdentityN", tensors, {"dtypes": [t.dtype.base_dtype for t in tensors]},
+                             name=scope).outputs)
+

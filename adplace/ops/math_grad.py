@@ -11,8 +11,9 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import broadcast_reduction_axes
-from adplace.ops import array_ops, math_ops
-from adplace.ops.array_ops import shape_internal, reshape, shape, where
+from adplace.ops import array_ops, broadcast_ops, math_ops, selection_ops, slicing_ops
+from adplace.ops.array_ops import reshape, shape, shape_internal
+from adplace.ops.selection_ops import where
 from adplace.ops.constant_op import constant
 from adplace.ops.math_ops import (BINARY_OPS, COMPARISON_OPS, UNARY_OPS, cast, matmul, multiply, negative,
                                   reduce_sum, truediv)
@@ -48,8 +49,17 @@ def unbroadcast(x: Tensor, y: Tensor, gx: Tensor | None, gy: Tensor | None) -> l
         rx, ry = broadcast_reduction_axes(sx, sy)
         return [_sum_to(gx, rx, sx), _sum_to(gy, ry, sy)]
     shape_x, shape_y = shape(x), shape(y)
-    rx, ry = array_ops.broadcast_gradient_args(shape_x, shape_y)
+    rx, ry = broadcast_ops.broadcast_gradient_args(shape_x, shape_y)
     return [_sum_to(gx, rx, shape_x), _sum_to(gy, ry, shape_y)]
+
+
+def sum_to_shape_of(grad: Tensor, x: Tensor) -> Tensor:
+    """`grad`, of a shape `x` was broadcast to, summed back to x's shape."""
+    sx, sg = static_dims(x), static_dims(grad)
+    if sx is not None and sg is not None:
+        return _sum_to(grad, broadcast_reduction_axes(sx, sg)[0], sx)
+    shape_x = shape(x)
+    return _sum_to(grad, broadcast_ops.broadcast_gradient_args(shape_x, shape(grad))[0], shape_x)
 
 
 # --- unary -------------------------------------------------------------------------------------------------------
@@ -70,6 +80,19 @@ _UNARY_GRADS = {
     "Log1p": lambda x, y: math_ops.reciprocal(1 + x),
     "Sin": lambda x, y: math_ops.cos(x),
     "Tan": lambda x, y: math_ops.square(math_ops.reciprocal(math_ops.cos(x))),
+    "Atan": lambda x, y: math_ops.reciprocal(1 + math_ops.square(x)),
+    "Asin": lambda x, y: math_ops.rsqrt(1 - math_ops.square(x)),
+    "Acos": lambda x, y: negative(math_ops.rsqrt(1 - math_ops.square(x))),
+    "Sinh": lambda x, y: math_ops.cosh(x),
+    "Cosh": lambda x, y: math_ops.sinh(x),
+    "Asinh": lambda x, y: math_ops.reciprocal(math_ops.cosh(y)),
+    "Acosh": lambda x, y: math_ops.reciprocal(math_ops.sinh(y)),
+    "Atanh": lambda x, y: math_ops.reciprocal(1 - math_ops.square(x)),
+    "Expm1": lambda x, y: math_ops.exp(x),
+    "Erf": lambda x, y: _const_like(2 / np.sqrt(np.pi), x) * math_ops.exp(negative(math_ops.square(x))),
+    "Erfc": lambda x, y: _const_like(-2 / np.sqrt(np.pi), x) * math_ops.exp(negative(math_ops.square(x))),
+    "Lgamma": lambda x, y: math_ops.digamma(x),
+    "Digamma": lambda x, y: math_ops.polygamma(_const_like(1, x), x),
 }
 for _op_type, _local in _UNARY_GRADS.items():
     _register_unary(_op_type, _local)
@@ -78,6 +101,8 @@ RegisterGradient("Neg")(lambda op, grad: [negative(grad)])
 RegisterGradient("Sign")(lambda op, grad: [array_ops.zeros_like(op._inputs[0])])
 RegisterGradient("Floor")(lambda op, grad: [None])
 RegisterGradient("Ceil")(lambda op, grad: [None])
+RegisterGradient("Round")(lambda op, grad: [None])
+RegisterGradient("Rint")(lambda op, grad: [None])
 
 
 # --- unary ops whose gradient is an op of its own, fed the forward output: one kernel instead of a chain -----------
@@ -86,7 +111,8 @@ _GRAD_OPS = {"Tanh": math_ops.tanh_grad, "Sigmoid": math_ops.sigmoid_grad, "Sqrt
 for _op_type, _grad_op in _GRAD_OPS.items():
     RegisterGradient(_op_type)(lambda op, grad, _grad_op=_grad_op: [_grad_op(op._outputs[0], grad)])
 RegisterGradient("Relu")(lambda op, grad: [math_ops.relu_grad(grad, op._outputs[0])])
-assert set(UNARY_OPS) == set(_UNARY_GRADS) | set(_GRAD_OPS) | {"Cos", "Neg", "Sign", "Floor", "Ceil", "Relu"}
+assert set(UNARY_OPS) == set(_UNARY_GRADS) | set(_GRAD_OPS) | {"Cos", "Neg", "Sign", "Floor", "Ceil", "Round", "Rint",
+                                                               "Relu"}
 
 
 # Their second derivatives, as TF's math_grad.py/nn_grad.py write them (a: the forward output, b: its gradient).
@@ -165,11 +191,24 @@ _BINARY_GRADS = {
     "Maximum": _extremum_grads(math_ops.greater_equal),
     "Minimum": _extremum_grads(math_ops.less_equal),
     "SquaredDifference": _squared_difference_grads,
+    "Atan2": lambda y, x, z, grad: _atan2_grads(y, x, grad),
+    "Polygamma": lambda a, x, z, grad: (None, multiply(grad, math_ops.polygamma(a + 1, x))),
+    "DivNoNan": lambda x, y, z, grad: (math_ops.div_no_nan(grad, y),
+                                       multiply(grad, math_ops.div_no_nan(math_ops.div_no_nan(negative(x), y), y))),
 }
+
+
+def _atan2_grads(y, x, grad):
+    """d atan2(y, x) = (x dy - y dx) / (x^2 + y^2)."""
+    scaled = truediv(grad, math_ops.add(math_ops.square(x), math_ops.square(y)))
+    return multiply(x, scaled), multiply(negative(y), scaled)
+
+
 for _op_type, _local in _BINARY_GRADS.items():
     _register_binary(_op_type, _local)
-RegisterGradient("FloorDiv")(lambda op, grad: [None, None])
-assert set(BINARY_OPS) == set(_BINARY_GRADS) | {"FloorDiv"}
+for _op_type in ("FloorDiv", "TruncateDiv", "TruncateMod"):
+    RegisterGradient(_op_type)(lambda op, grad: [None, None])
+assert set(BINARY_OPS) == set(_BINARY_GRADS) | {"FloorDiv", "TruncateDiv", "TruncateMod"}
 for _op_type in COMPARISON_OPS + ("Range",):
     NotDifferentiable(_op_type)
 
@@ -209,7 +248,7 @@ def _batch_matmul_grad(op, grad):
     if dx is not None and dy is not None and None not in dx[:-2] + dy[:-2] and dx[:-2] == dy[:-2]:
         return [gx, gy]  # same batch dims: nothing was broadcast
     sx, sy = shape(x), shape(y)
-    rx, ry = array_ops.broadcast_gradient_args(sx[:-2], sy[:-2])
+    rx, ry = broadcast_ops.broadcast_gradient_args(sx[:-2], sy[:-2])
     return [_sum_to(gx, rx, sx), _sum_to(gy, ry, sy)]
 
 
@@ -262,12 +301,12 @@ def _sum_grad(op, grad):
     if _reduces_every_dim_in_order(op):  # as TF: Reshape to all ones, Tile by a Const shape (or a Shape op)
         dims = x._shape.as_list()
         grad = reshape(grad, [1] * len(dims))
-        return [array_ops.tile(grad, constant(dims, dtype=_dtypes.int32) if None not in dims else shape(x)), None]
+        return [broadcast_ops.tile(grad, constant(dims, dtype=_dtypes.int32) if None not in dims else shape(x)), None]
     kept, multiples = reduced_shape(op)
     grad = reshape(grad, kept)
     if isinstance(multiples, list) and all(m == 1 for m in multiples):
         return [grad, None]
-    return [array_ops.tile(grad, multiples), None]
+    return [broadcast_ops.tile(grad, multiples), None]
 
 
 @RegisterGradient("Mean")
@@ -327,7 +366,7 @@ def _prod_grad(op, grad):
     """The product of all other elements, via exclusive cumulative products both ways (exact with zeros, as TF)."""
     x = op._inputs[0]
     kept, multiples = reduced_shape(op)
-    grad = array_ops.tile(reshape(grad, kept), multiples)
+    grad = broadcast_ops.tile(reshape(grad, kept), multiples)
     perm, inverse, reduced_num, other_num = _prod_permutation(op)
     permuted = array_ops.transpose(x, perm)
     flat = reshape(permuted, array_ops.stack([reduced_num, other_num]))
@@ -362,3 +401,23 @@ def _cast_grad(op, grad):
     src, dst = op._attrs["SrcT"], op._attrs["DstT"]
     differentiable = _dtypes.FLOATING | _dtypes.COMPLEX
     return [cast(grad, src) if src in differentiable and dst in differentiable else None]
+
+
+# --- UnsortedSegmentSum --------------------------------------------------------------------------------------------
+@RegisterGradient("UnsortedSegmentSum")
+def _unsorted_segment_sum_grad(op, grad):
+    """Each data element gets the gradient of its segment's row; elements with a negative (dropped) id get zero."""
+    ids = op._inputs[1]
+    gathered = slicing_ops.gather(grad, math_ops.maximum(ids, 0))
+    kept = math_ops.greater_equal(ids, 0)
+    g_rank, i_rank = gathered._shape.ndims, ids._shape.ndims
+    if g_rank is not None and i_rank is not None:
+        kept = reshape(kept, array_ops.concat([shape(ids), [1] * (g_rank - i_rank)], 0) if g_rank > i_rank
+                       else shape(ids))
+    else:
+        ones = array_ops.fill(array_ops.expand_dims(array_ops.rank(gathered) - array_ops.rank(ids), 0), 1)
+        kept = reshape(kept, array_ops.concat([shape(ids), ones], 0))
+    return [selection_ops.where_v2(kept, gathered, array_ops.zeros([], dtype=grad.dtype.base_dtype)), None, None]
+for _op_type in (("ArgMax", "ArgMin", "LogicalNot", "Invert", "Any", "All") + math_ops.LOGICAL_BINARY_OPS +
+                 math_ops.BITWISE_BINARY_OPS + math_ops.PREDICATE_OPS):
+    NotDifferentiable(_op_type)

@@ -19,7 +19,7 @@ SCALAR = TensorShape([])
 def apply_op(op_type: str, inputs, attrs: dict | None = None, name: str | None = None) -> Operation:
     """Create an op of a registered type in its inputs' graph (the default graph for ops without inputs)."""
     graph = inputs[0]._op._graph if inputs else get_default_graph()
-    return graph.create_op(op_type, inputs, attrs, name)
+    return graph._create_op_internal(op_type, inputs, attrs, name)
 
 
 def apply_op_1(op_type: str, inputs, attrs: dict | None = None, name: str | None = None) -> Tensor:
@@ -87,6 +87,8 @@ def constant_value(tensor: Tensor):
         return op._attrs["value"]
     if op._type == "Shape" and op._inputs[0]._shape.is_fully_defined():
         return np.array(op._inputs[0]._shape.as_list(), dtype=op._attrs["out_type"].as_numpy_dtype)
+    if op._type == "ShapeN" and op._inputs[tensor._value_index]._shape.is_fully_defined():
+        return np.array(op._inputs[tensor._value_index]._shape.as_list(), dtype=op._attrs["out_type"].as_numpy_dtype)
     if op._type == "Identity":
         return constant_value(op._inputs[0])
     return None

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
-from adplace.framework.default_graph import get_seed, name_scope
+from adplace.framework.default_graph import name_scope
+from adplace.framework.random_seed import get_seed
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.ops import math_ops
-from adplace.ops.op_builder import apply_op_1, check_dtype, int_const, shape_from_tensor
+from adplace.framework.tensor_shape import TensorShape
+from adplace.ops.op_builder import apply_op_1, check_dtype, constant_value, int_const, shape_from_tensor, shapes_text
 
 
 def _random_infer(op_type: str, allowed=_dtypes.FLOATING):
@@ -70,3 +72,57 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=No
 
 def _scale_shift(x: Tensor, scale: Tensor, shift: Tensor, scope: str) -> Tensor:
     return math_ops.add(math_ops.multiply(x, scale, name="mul"), shift, name=scope)
+
+
+register_op("RandomShuffle", lambda inputs, attrs, name: [(inputs[0]._dtype.base_dtype, inputs[0]._shape)],
+            is_stateful=True)
+
+
+def random_shuffle(value, seed=None, name: str | None = None) -> Tensor:
+    """`value` with its slices along the first dimension in a random order (tf.random_shuffle, tf.random.shuffle).
+
+    Seeded as the other random ops: with tf.set_random_seed or `seed`, the same order in every session."""
+    seed1, seed2 = get_seed(seed)
+    value = convert_to_tensor(value, name="value")
+    return apply_op_1("RandomShuffle", [value], {"T": value.dtype.base_dtype, "seed": seed1 or 0,
+                                                 "seed2": seed2 or 0}, name=name or "RandomShuffle")
+
+
+def _multinomial_infer(inputs, attrs, name):
+    logits, num_t = inputs
+    check_dtype("Multinomial", "logits", logits._dtype, _dtypes.FLOATING | _dtypes.INTEGER)
+    check_dtype("Multinomial", "num_samples", num_t._dtype, (_dtypes.int32,))
+    dims, num = logits._shape.as_tuple(), constant_value(num_t)
+    if dims is not None and len(dims) != 2:
+        raise ValueError(f"Shape must be rank 2 but is rank {len(dims)} for '{name}' (op: 'Multinomial') with input "
+                         f"shapes: {shapes_text(inputs)}.")
+    return [(attrs["output_dtype"], TensorShape([None if dims is None else dims[0],
+                                                 None if num is None else int(num)]))]
+
+
+register_op("Multinomial", _multinomial_infer, is_stateful=True)
+
+
+def _categorical(logits, num_samples, dtype, seed, scope_name: str, name) -> Tensor:
+    with name_scope(name, scope_name, [logits]):
+        logits = convert_to_tensor(logits, name="logits")
+        seed1, seed2 = get_seed(seed)
+        num_t = convert_to_tensor(num_samples, dtype=_dtypes.int32, name="num_samples")
+        dtype = _dtypes.int64 if dtype is None else _dtypes.as_dtype(dtype).base_dtype
+        if dtype not in (_dtypes.int32, _dtypes.int64):
+            raise TypeError(f"Value passed to parameter 'output_dtype' has DataType {dtype.name} not in list of "
+                            f"allowed values: int32, int64")
+        return apply_op_1("Multinomial", [logits, num_t], {"T": logits.dtype.base_dtype, "output_dtype": dtype,
+                                                           "seed": seed1 or 0, "seed2": seed2 or 0},
+                          name="Multinomial")
+
+
+def multinomial(logits, num_samples, seed=None, name: str | None = None, output_dtype=None) -> Tensor:
+    """`num_samples` class indices per row of `logits` [batch, classes], drawn with probabilities softmax(logits)
+    (tf.multinomial); int64 unless `output_dtype`. A logit of -inf is never drawn."""
+    return _categorical(logits, num_samples, output_dtype, seed, "multinomial", name)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name: str | None = None) -> Tensor:
+    """tf.random.categorical: tf.multinomial with TF2's argument names."""
+    return _categorical(logits, num_samples, dtype, seed, "categorical", name)

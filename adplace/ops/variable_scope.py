@@ -67,6 +67,8 @@ class _VariableStore:
                      validate_shape=True, use_resource=None, custom_getter=None, constraint=None,
                      synchronization=None, aggregation=None) -> Variable:
         """The variable `name`, created or reused according to `reuse`; see `get_variable`."""
+        if custom_getter is not None and not callable(custom_getter):
+            raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
         if partitioner is not None:
             raise NotImplementedError(f"get_variable({name!r}, partitioner=...): partitioned variables are not "
                                       "supported; create the variable whole.")

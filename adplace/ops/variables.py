@@ -31,7 +31,14 @@ class Variable:
             raise ValueError("initial_value must be specified.")
         if variable_def is not None:
             raise NotImplementedError("Variable(variable_def=...) is not supported: build variables in Python.")
-        collections = [GraphKeys.GLOBAL_VARIABLES] if collections is None else list(collections)
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES]
+        if not isinstance(collections, (list, tuple, set)):
+            raise ValueError(f"collections argument to Variable constructor must be a list, tuple, or set. Got "
+                             f"{collections} of type {type(collections)}")
+        if constraint is not None and not callable(constraint):
+            raise ValueError("The `constraint` argument must be a callable.")
+        collections = list(collections)
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         self._trainable = trainable
@@ -141,7 +148,7 @@ def _forward_to_snapshot(method: str):
 for _method in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
                 "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__",
                 "__matmul__", "__rmatmul__", "__neg__", "__abs__", "__getitem__", "__lt__", "__le__", "__gt__",
-                "__ge__"):
+                "__ge__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__invert__"):
     setattr(Variable, _method, _forward_to_snapshot(_method))
 Variable.__array_priority__ = 100
 VariableV1 = RefVariable = Variable

@@ -261,11 +261,16 @@ class Plan:
         return None
 
 
-def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list) -> Plan:
-    """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed."""
+def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list,
+                 done_op_ids: frozenset | set = frozenset()) -> Plan:
+    """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed.
+
+    `done_op_ids`: ops that must not run again (a partial run's earlier steps); every output of theirs that the plan
+    reads by value must be among `feed_tensors`.
+    """
     fed = set(feed_tensors)  # Tensors hash by identity: they key dicts and sets without id() calls
     ops = graph._ops[:len(placement.device_by_op_id)]  # the placed ops: others may be added by other threads now
-    order = _needed_ops(fetch_elements, fed, ops)
+    order = needed_ops(fetch_elements, fed, ops, done_op_ids)
     device_of = placement.device_by_op_id
     fed_slot = {t: i for i, t in enumerate(feed_tensors)}
     first_slot = [-1] * len(ops)       # op id -> slot of its output 0 (outputs take consecutive slots)
@@ -353,7 +358,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     return plan.finish()
 
 
-def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
+def needed_ops(fetch_elements: list, fed: set, ops: list, done_op_ids: frozenset | set = frozenset()) -> list:
     """The ops the fetches need, in creation (= topological) order, not crossing fed tensors or reference edges.
 
     A stateless read of a variable (its `read` Identity) is moved to just before its first consumer: TF reads a
@@ -361,7 +366,7 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
     assignment. Consumers sharing one read see one snapshot, as they share TF's single `read` node. A reference
     produced by an op (an Assign's output) needs that op: `v.assign(1.0) * 2` runs the Assign, then reads `v`.
     An unfed Placeholder among the needed ops is an error, raised before anything runs. `ops` are the placed ops;
-    consumers added since (by other threads) are ignored.
+    consumers added since (by other threads) are ignored. Ops in `done_op_ids` are left out (and not followed).
     """
     n_ops = len(ops)
     needed = bytearray(n_ops)
@@ -375,7 +380,7 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
     ids, reads = [], []
     while stack:
         op = stack.pop()
-        if needed[op._id]:
+        if needed[op._id] or op._id in done_op_ids:
             continue
         needed[op._id] = 1
         reads_ref = False
@@ -386,8 +391,8 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
                     stack.append(t._op)
             elif not needed[t._op._id] and t not in fed:
                 stack.append(t._op)
-        for c in op._control_inputs:
-            if not needed[c._id]:
+        for c in op._control_inputs:  # a fed Placeholder's control edges come from its fed value (TF's FeedInputs)
+            if not needed[c._id] and not (c._type == "Placeholder" and c._outputs[0] in fed):
                 stack.append(c)
         if reads_ref and not op._op_def.is_stateful:
             reads.append(op)
@@ -406,10 +411,13 @@ def _needed_ops(fetch_elements: list, fed: set, ops: list) -> list:
     if not sunk:
         return [ops[i] for i in ids]
     order = []
+
+    def emit(op):  # a moved read goes before its consumer, which may itself be a moved read
+        for read in sunk.pop(op._id, ()):
+            emit(read)
+        order.append(op)
     for i in ids:
-        if i in sunk:
-            order.extend(sunk.pop(i))
-        order.append(ops[i])
+        emit(ops[i])
     return order
 
 

@@ -10,10 +10,17 @@ is described by its shape and dtype (or length), never printed.
 
 The converter runs once per fed value per run, so the common feed (an ndarray) takes a few cheap checks and one
 `astype`; everything that is diagnosed happens off that path.
+
+Feed keys are resolved once per feed signature (`feed_tensors`): a Tensor, a name (str or bytes), or a nested tuple
+of them whose value is a nested tuple of the same structure (TF's `nest.flatten_dict_items`):
+
+    tensors, flatten = feed_tensors(graph, {(a, (b, c)): (va, (vb, vc))})   # [a, b, c]
+    flatten({(a, (b, c)): (va, (vb, vc))})                                  # [va, vb, vc]
 """
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Mapping
 from typing import Callable
 
 import numpy as np
@@ -63,10 +70,15 @@ def _check_not_graph_element(value, tensor: Tensor) -> None:
                         f"(value = sess.run(tensor)) and feed the result.")
 
 
+def _tensor_type(tensor: Tensor) -> str:
+    """How TF's feed errors name a tensor's type (its NumPy type, "<class 'numpy.int32'>"), with the tensor."""
+    dtype = tensor.dtype.base_dtype
+    return f"Tensor type {dtype.as_numpy_dtype} of Tensor '{tensor.name}' ({dtype.name})"
+
+
 def _incompatible_int(value: int, tensor: Tensor, advice: str) -> TypeError:
-    dtype = tensor.dtype.base_dtype.name
-    return TypeError(f"Type of feed value {describe(value)} with type {type(value)} is not compatible with Tensor "
-                     f"'{tensor.name}' of type {dtype}. {advice}")
+    return TypeError(f"Type of feed value {describe(value)} with type {type(value)} is not compatible with "
+                     f"{_tensor_type(tensor)}. {advice}")
 
 
 def _complex_to_real(value, tensor: Tensor) -> TypeError:
@@ -120,9 +132,9 @@ def _numeric_converter(tensor: Tensor) -> Callable:
         try:
             return np.array(value, dtype=np_dtype)
         except OverflowError:  # NumPy 2: a Python int out of range inside a list
-            raise TypeError(f"Type of feed value {describe(value)} is not compatible with Tensor '{name}' of type "
-                            f"{dtype_name}: it holds a Python int out of range. Try explicitly setting the type of the "
-                            f"feed tensor to a larger type (e.g. {larger}).") from None
+            raise TypeError(f"Type of feed value {describe(value)} is not compatible with {_tensor_type(tensor)}: "
+                            f"it holds a Python int out of range. Try explicitly setting the type of the feed tensor "
+                            f"to a larger type (e.g. {larger}).") from None
         except (TypeError, ValueError) as e:
             hint = " Feed np.real(value), or make the tensor complex64/complex128." if "complex" in str(e) and real \
                 else f" Feed numbers convertible to {dtype_name}."
@@ -193,3 +205,62 @@ def feed_converter(tensor: Tensor) -> Callable:
                     raise shape_error(shape)
         return array
     return convert
+
+
+def _flat(structure) -> list:
+    """TF's nest.flatten for feed keys and values: tuples and lists (and dicts, by sorted key) are structures."""
+    if isinstance(structure, (tuple, list)):
+        return [leaf for item in structure for leaf in _flat(item)]
+    if isinstance(structure, dict):
+        return [leaf for key in sorted(structure) for leaf in _flat(structure[key])]
+    return [structure]
+
+
+def _flatten_items(feed_dict: Mapping) -> list:
+    """The values of `feed_dict` in flat key order; a nested-tuple key takes its value apart the same way."""
+    values = []
+    for key, value in feed_dict.items():
+        if not isinstance(key, tuple):
+            values.append(value)
+            continue
+        flat_keys, flat_values = _flat(key), _flat(value)
+        if len(flat_keys) != len(flat_values):
+            raise ValueError(f"Could not flatten dictionary. Key had {len(flat_keys)} elements, but value had "
+                             f"{len(flat_values)} elements. Key: {flat_keys}, value: {_clip(describe(value))}.")
+        values.extend(flat_values)
+    return values
+
+
+def feed_tensors(graph, feed_dict) -> tuple[list, Callable | None]:
+    """The fed tensors of a feed_dict's keys, in order, and how to flatten a feed_dict with these keys into one value
+    per tensor (None when no key is a tuple: then the values are `feed_dict.values()` as they are).
+
+    Raises TF's errors: TypeError for a key that is not a tensor of this graph, ValueError for a tensor marked with
+    `graph.prevent_feeding` and for nested keys that repeat a key.
+    """
+    if not isinstance(feed_dict, Mapping):
+        raise TypeError(f"input must be a dictionary, got feed_dict of type {type(feed_dict).__name__}")
+    keys, nested = [], False
+    for key in feed_dict:
+        if isinstance(key, tuple):
+            nested = True
+            keys.extend(_flat(key))
+        else:
+            keys.append(key)
+    if nested:
+        seen: set = set()
+        for key in keys:
+            if key in seen:
+                raise ValueError(f"Could not flatten dictionary: key {key} is not unique.")
+            seen.add(key)
+    tensors = []
+    for key in keys:
+        try:
+            tensor = graph.as_graph_element(key.decode() if isinstance(key, bytes) else key, allow_tensor=True,
+                                            allow_operation=False)
+        except (KeyError, ValueError, TypeError) as e:
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e.args[0] if e.args else e}") from None
+        if not graph.is_feedable(tensor):
+            raise ValueError(f"Tensor {tensor} may not be fed.")
+        tensors.append(tensor)
+    return tensors, (_flatten_items if nested else None)

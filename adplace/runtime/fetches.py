@@ -1,5 +1,6 @@
-"""Fetches: what Session.run accepts as `fetches` (nested lists, tuples, dicts, namedtuples of tensors, ops and
-names, as TF's fetch mappers do), flattened to graph elements and rebuilt from the values a plan returns.
+"""Fetches: what Session.run accepts as `fetches` (nested lists, tuples, namedtuples, dicts and other mappings, attrs
+classes, of tensors, ops and names, as TF's fetch mappers do), flattened to graph elements and rebuilt from the values
+a plan returns.
 
     mapper = FetchMapper(graph, {"loss": loss, "step": [train_op]})
     mapper.elements                      # [loss, train_op]: what the plan computes
@@ -8,37 +9,72 @@ names, as TF's fetch mappers do), flattened to graph elements and rebuilt from t
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 
-from adplace.framework.operation import Operation
+from adplace.framework.operation import Operation, Tensor
+
+
+def _attrs_fields(cls) -> tuple | None:
+    """The fields of an attrs class (TF's nest treats its instances as structures), else None."""
+    return getattr(cls, "__attrs_attrs__", None)
+
+
+def graph_element(graph, name_or_element, allow_operation: bool = True):
+    """`graph.as_graph_element`, also for bytes names (b"c:0"), as TF's accepts both string types."""
+    if isinstance(name_or_element, bytes):
+        name_or_element = name_or_element.decode()
+    return graph.as_graph_element(name_or_element, allow_tensor=True, allow_operation=allow_operation)
+
+
+def check_fetchable(graph, element) -> None:
+    """TF's error for fetching an op (or a tensor of an op) marked with `graph.prevent_fetching`."""
+    if not graph.is_fetchable(element):
+        op = element._op if isinstance(element, Tensor) else element
+        raise ValueError(f"Operation {op.name!r} has been marked as not fetchable. Typically this happens when it is "
+                         f"defined in another function or code block. Use return values, explicit Python locals or "
+                         f"TensorFlow collections to access it.")
 
 
 class FetchMapper:
-    """Flattens a nested fetch structure (lists, tuples, dicts, namedtuples) and rebuilds it from flat values."""
+    """Flattens a nested fetch structure and rebuilds it, with the same types, from the flat values of its tensors."""
 
     def __init__(self, graph, fetches):
         self.elements: list = []
         self._num_tensors = 0
         self._build = self._parse(graph, fetches)
 
+    @property
+    def tensors(self) -> list:
+        """The tensor elements, in the order `build` expects their values."""
+        return [e for e in self.elements if isinstance(e, Tensor)]
+
     def _parse(self, graph, fetch):
         if fetch is None:
             raise TypeError(f"Fetch argument None has invalid type {type(None)}")
         if isinstance(fetch, (list, tuple)):
             builders = [self._parse(graph, f) for f in fetch]
-            if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
-                kind = type(fetch)
-                return lambda values: kind(*[b(values) for b in builders])
             kind = type(fetch)
-            return lambda values: kind(b(values) for b in builders)
-        if isinstance(fetch, dict):
+            if isinstance(fetch, list):  # TF returns a plain list for any list subclass
+                return lambda values: [b(values) for b in builders]
+            if kind is tuple:
+                return lambda values: tuple(b(values) for b in builders)
+            return lambda values: kind(*[b(values) for b in builders])  # a namedtuple
+        if isinstance(fetch, Mapping):
             keys, builders = list(fetch), [self._parse(graph, f) for f in fetch.values()]
-            if isinstance(fetch, collections.defaultdict):
-                kind, factory = type(fetch), fetch.default_factory
-                return lambda values: _filled(kind(factory), keys, builders, values)
             kind = type(fetch)
-            return lambda values: kind(zip(keys, (b(values) for b in builders)))
+            if isinstance(fetch, collections.defaultdict):
+                factory = fetch.default_factory
+                return lambda values: _filled(kind(factory), keys, builders, values)
+            if kind is dict or kind is collections.OrderedDict:
+                return lambda values: kind(zip(keys, (b(values) for b in builders)))
+            return lambda values: _filled(kind(), keys, builders, values)
+        fields = _attrs_fields(type(fetch))
+        if fields is not None:
+            builders = [self._parse(graph, getattr(fetch, a.name)) for a in fields]
+            kind = type(fetch)
+            return lambda values: kind(*[b(values) for b in builders])
         try:
-            element = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+            element = graph_element(graph, fetch)
         except TypeError as e:
             raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a string or Tensor. "
                             f"({e})") from None
@@ -46,6 +82,7 @@ class FetchMapper:
             raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e})") from None
         except KeyError as e:
             raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e.args[0]})") from None
+        check_fetchable(graph, element)
         self.elements.append(element)
         if isinstance(element, Operation):
             return lambda values: None
@@ -57,16 +94,25 @@ class FetchMapper:
         return self._build(flat)
 
 
-def _filled(mapping: dict, keys: list, builders: list, values: list) -> dict:
+def _filled(mapping, keys: list, builders: list, values: list):
     for key, build in zip(keys, builders):
         mapping[key] = build(values)
     return mapping
 
 
 def structure_key(fetches) -> object:
-    """A hashable key for a fetch structure: the same structure of the same elements gives the same key."""
+    """A hashable key for a fetch structure: the same structure of the same elements gives the same key.
+
+    Runs on every Session.run, so a single tensor or name returns at the first test.
+    """
+    cls = type(fetches)
+    if cls is Tensor or cls is Operation or cls is str:
+        return fetches
     if isinstance(fetches, (list, tuple)):
-        return (type(fetches), tuple(structure_key(f) for f in fetches))
-    if isinstance(fetches, dict):
-        return (type(fetches), tuple(fetches), tuple(structure_key(f) for f in fetches.values()))
+        return (cls, tuple(structure_key(f) for f in fetches))
+    if isinstance(fetches, dict) or isinstance(fetches, Mapping):
+        return (cls, tuple(fetches), tuple(structure_key(f) for f in fetches.values()))
+    fields = _attrs_fields(cls)
+    if fields is not None:
+        return (cls, tuple(structure_key(getattr(fetches, a.name)) for a in fields))
     return fetches

@@ -57,3 +57,30 @@ class RunMetadata(_Message):
     """What a run reports back (tf.RunMetadata): step stats when traced, partition graphs when asked."""
 
     _FIELDS = {"step_stats": StepStats(), "cost_graph": None, "partition_graphs": []}
+
+
+def short_debug_string(message: _Message) -> str:
+    """The fields of `message` that differ from their defaults, on one line, as protobuf's ShortDebugString writes
+    them (TF quotes it in session errors): `allow_soft_placement: true gpu_options { allow_growth: true }`."""
+    parts = []
+    for name, default in type(message)._FIELDS.items():
+        value = getattr(message, name)
+        if value == default:
+            continue
+        if isinstance(value, _Message):
+            parts.append(f"{name} {{ {short_debug_string(value)} }}")
+        elif isinstance(value, dict):
+            parts.extend(f"{name} {{ key: {_text(k)} value: {_text(v)} }}" for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            parts.extend(f"{name}: {_text(v)}" for v in value)
+        else:
+            parts.append(f"{name}: {_text(value)}")
+    return " ".join(parts)
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)

@@ -4,6 +4,9 @@
     print(sess.run(c))        # one placement line per op, then the value of c
     sess.placement(c)         # '/job:localhost/replica:0/task:0/device:GPU:0'
 
+`with tf.Session(graph=g) as sess:` makes `g` the default graph and `sess` the default session inside the block, as
+in TF. make_callable (runtime/callables.py) and partial runs (runtime/partial_run.py) reuse the same plans.
+
 One session serves many threads. A step that raises (an error, a timeout, Ctrl-C) undoes its variable writes,
 except where another step has written the same variable since (runtime/variable_state.py has the rules); placing
 and compiling take the session's lock, running a cached plan takes none.
@@ -13,36 +16,36 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
-import logging
 import threading
 import time
+import warnings
 from typing import Callable
 
 import numpy as np
 
 from adplace import devices as _devices
-from adplace.framework import errors
-from adplace.framework.graph import get_default_graph
+from adplace.framework.graph import Graph, get_default_graph
 from adplace.framework.operation import Tensor
 from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
+from adplace.runtime import callables
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, Plan, compile_plan
-from adplace.runtime.feeds import feed_converter
+from adplace.runtime.feeds import feed_converter, feed_tensors
 from adplace.runtime.fetches import FetchMapper, structure_key
 from adplace.runtime.kernel_context import KernelContext
-from adplace.runtime.options import ConfigProto, RewriterConfig, RunMetadata, RunOptions
+from adplace.runtime.options import ConfigProto, GPUOptions, RewriterConfig, RunMetadata, RunOptions
+from adplace.runtime.partial_run import PartialRuns
 from adplace.runtime.plan_cache import PlanCache
+from adplace.runtime.step_errors import step_error
 from adplace.runtime.step_runner import StepRunner, clock_pair
 from adplace.runtime.step_stats import build_step_stats
+from adplace.runtime.targets import check_target, no_session_factory
 from adplace.runtime.variable_state import interrupts_deferred, rollback
 
 _DeviceAttributes = collections.namedtuple("_DeviceAttributes",
                                            ["name", "device_type", "memory_limit_bytes", "incarnation"])
-
-_KERNEL_ERRORS = (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, OverflowError)
-_log = logging.getLogger("adplace")
 
 
 def _silent_floating_point() -> tuple[Callable, Callable]:
@@ -79,12 +82,13 @@ def _gc_paused():
 
 
 class _CompiledRun:
-    """A cached run signature: the plan, its feed converters, and how to rebuild the fetch structure."""
+    """A cached run signature: the plan, its feed converters, how to rebuild the fetch structure, and how to flatten a
+    feed_dict with nested-tuple keys into one value per converter (None: its values are already that)."""
 
-    __slots__ = ("plan", "feed_converters", "build", "recent")
+    __slots__ = ("plan", "feed_converters", "build", "flatten", "recent")
 
-    def __init__(self, plan: Plan, feed_converters: list, build: Callable):
-        self.plan, self.feed_converters, self.build = plan, feed_converters, build
+    def __init__(self, plan: Plan, feed_converters: list, build: Callable, flatten: Callable | None):
+        self.plan, self.feed_converters, self.build, self.flatten = plan, feed_converters, build, flatten
         self.recent = False
 
 
@@ -92,13 +96,15 @@ class BaseSession:
     """A session over one graph: its devices, placement, variables and compiled plans."""
 
     def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
-        if target:
-            raise errors.UnimplementedError(None, None, f"Session target {target!r} is not supported: adplace runs "
-                                            "in-process sessions only (distributed jobs come with adplace[distributed])")
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a tf.Graph, but got {type(graph)}")
+        self._target = check_target(target)
         if config is not None and not isinstance(config, ConfigProto):
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
-        self._graph = graph if graph is not None else get_default_graph()
         self._config = config if config is not None else ConfigProto()
+        if self._target:
+            raise no_session_factory(self._target, self._config)
+        self._graph = graph if graph is not None else get_default_graph()
         self._closed = False
         gpu_options = self._config.gpu_options
         self._devices = _devices.local_devices(self._config.device_count, gpu_options.visible_device_list)
@@ -114,12 +120,12 @@ class BaseSession:
         self._runs = PlanCache()         # fetch structure and feed keys -> _CompiledRun
         self._plans = PlanCache()        # (fetch elements, feed tensors) -> Plan, shared by structures
         self.transfers_executed = 0
-        self._default_ctx = None
+        self._partial_runs = PartialRuns(self)
         if self._config.log_device_placement:
             self._print_device_mapping()
 
-    graph = property(lambda self: self._graph)
-    sess_str = property(lambda self: "")
+    graph = property(lambda self: self._graph, doc="The graph that was launched in this session.")
+    sess_str = property(lambda self: self._target, doc="The target (bytes) this session runs on: b'' (in-process).")
 
     def _print_device_mapping(self) -> None:
         described = [d for d in self._devices if d.description]
@@ -157,10 +163,14 @@ class BaseSession:
 
     # --- running ----------------------------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Run the ops needed for `fetches` (nested lists/tuples/dicts/namedtuples of tensors, ops or names)."""
+        """Run the ops needed for `fetches` (nested lists, tuples, namedtuples, dicts, attrs classes of tensors, ops or
+        names) with `feed_dict` (keys: tensors, names, or nested tuples of them with values of the same structure)."""
         compiled = self._cached(fetches, feed_dict)
-        feeds = [convert(value) for convert, value in zip(compiled.feed_converters, feed_dict.values())] \
-            if feed_dict else ()
+        if feed_dict:
+            values = feed_dict.values() if compiled.flatten is None else compiled.flatten(feed_dict)
+            feeds = [convert(value) for convert, value in zip(compiled.feed_converters, values)]
+        else:
+            feeds = ()
         if options is not None or run_metadata is not None or self._timeout_ms:
             return self._execute_observed(compiled.plan, feeds, compiled.build, options, run_metadata)
         if compiled.plan.has_writes:
@@ -179,7 +189,7 @@ class BaseSession:
         try:
             result = build(plan.fn(feeds) if observed is None else observed())
         except BaseException as exc:
-            wrapped = self._op_error(plan, exc)
+            wrapped = step_error(plan, exc)
             if wrapped is exc:
                 raise
             raise wrapped from exc
@@ -206,7 +216,7 @@ class BaseSession:
         except BaseException as exc:
             with interrupts_deferred():
                 kept = rollback(journal)
-            wrapped = self._op_error(plan, exc, kept)
+            wrapped = step_error(plan, exc, kept)
             if wrapped is exc:
                 raise
             raise wrapped from exc
@@ -263,32 +273,31 @@ class BaseSession:
             run_metadata.step_stats = build_step_stats(plan, records, self._devices, epoch_ns, perf_ns)
         return result
 
-    def _compile(self, fetches, feed_dict) -> _CompiledRun:
+    def _check_usable(self) -> None:
+        """TF's checks before any step: the session is open and its graph has ops."""
+        self._check_open()
         if not self._graph._ops:
-            raise RuntimeError("The Session graph is empty. Add operations to the graph before calling run().")
+            raise RuntimeError("The Session graph is empty.  Add operations to the graph before calling run().")
+
+    def _compile(self, fetches, feed_dict) -> _CompiledRun:
+        self._check_usable()
+        fed, flatten = feed_tensors(self._graph, feed_dict) if feed_dict else ([], None)
         mapper = FetchMapper(self._graph, fetches)
-        feed_tensors = []
-        for key in (feed_dict or {}):
-            try:
-                tensor = self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-            except (KeyError, ValueError, TypeError) as e:
-                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
-            feed_tensors.append(tensor)
-        converters = [feed_converter(t) for t in feed_tensors]
-        plan_key = (tuple(mapper.elements), tuple(feed_tensors))  # [a, b], (a, b) and {"x": a, "y": b} share it
+        converters = [feed_converter(t) for t in fed]
+        plan_key = (tuple(mapper.elements), tuple(fed))  # [a, b], (a, b) and {"x": a, "y": b} share it
         with self._lock:
             plan = self._plans.get(plan_key)
             if plan is None:
                 with status(f"placing and compiling a plan for a graph of {len(self._graph._ops)} ops"):
                     self._place()
                     with _gc_paused():
-                        plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, feed_tensors)
+                        plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, fed)
                         self._runner.prepare(plan)
                 self._plans.put(plan_key, plan)
             else:
                 plan.recent = True
                 self._place()
-        return _CompiledRun(plan, converters, mapper.build)
+        return _CompiledRun(plan, converters, mapper.build, flatten)
 
     def _cached(self, fetches, feed_dict) -> _CompiledRun:
         """The compiled run for this (fetches, feed keys) signature, compiled on first use (bounded cache)."""
@@ -312,54 +321,18 @@ class BaseSession:
         """The plan `run(fetches, feed_dict)` uses, the same object runs use (steps, transfers, mode, runs)."""
         return self._cached(fetches, feed_dict).plan
 
-    def make_callable(self, fetches, feed_list=None) -> Callable:
-        """A function running `fetches` with positional feeds for `feed_list`, skipping all per-run lookups."""
-        self._check_open()
-        feed_list = list(feed_list or [])
-        compiled = self._compile(fetches, dict.fromkeys(feed_list))
-        converters, build, execute = compiled.feed_converters, compiled.build, self._execute
+    def make_callable(self, fetches, feed_list=None, accept_options: bool = False) -> Callable:
+        """A function running `fetches` with one positional feed value per `feed_list` entry, skipping all per-run
+        lookups; with `accept_options` it also takes `options=` (RunOptions) and `run_metadata=` (RunMetadata)."""
+        return callables.make_callable(self, fetches, feed_list, accept_options)
 
-        def callable_fn(*feed_args):
-            self._check_open()
-            if len(feed_args) != len(converters):
-                raise ValueError(f"Expected {len(converters)} feed values, got {len(feed_args)}")
-            feeds = [c(v) for c, v in zip(converters, feed_args)]
-            if self._timeout_ms:
-                return self._execute_observed(compiled.plan, feeds, build, None, None)
-            return execute(compiled.plan, feeds, build)
-        return callable_fn
+    def partial_run_setup(self, fetches, feeds=None) -> str:
+        """Start a step fed and fetched over several `partial_run` calls; returns its handle (runtime/partial_run.py)."""
+        return self._partial_runs.setup(fetches, feeds)
 
-    def _op_error(self, plan: Plan, exc: BaseException, kept: list | tuple = ()) -> BaseException:
-        """Turn a kernel's exception into the adplace.errors class TF raises, naming the op and the device; `kept`
-        names variables the failed step could not undo because another step wrote them since."""
-        wrapped = self._wrapped_error(plan, exc)
-        if kept:
-            note = (f"Variables {', '.join(kept)} were written by another step after this step wrote them; they keep "
-                    f"that step's values. Every other variable write of this step was undone.")
-            if isinstance(wrapped, errors.OpError):
-                wrapped = type(wrapped)(wrapped.node_def, wrapped.op, f"{wrapped.message}\n{note}")
-            elif hasattr(wrapped, "add_note"):
-                wrapped.add_note(note)
-        return wrapped
-
-    def _wrapped_error(self, plan: Plan, exc: BaseException) -> BaseException:
-        step = plan.failed_step(exc)
-        if step is None or isinstance(exc, errors.DeadlineExceededError):
-            return exc
-        op, device = step.op, step.device.name
-        where = f"\n\t [[{{{{node {op.name}}}}} = {op.type} on {device}]]"
-        if step.transfer is not None:
-            return errors.InternalError(None, op, f"Copying {step.transfer.tensor_name} from "
-                                        f"{step.transfer.src_device} to {step.transfer.dst_device} failed: {exc}{where}")
-        if isinstance(exc, errors.OpError):
-            return type(exc)(None, exc.op or op, f"{exc.message}{where}")
-        if isinstance(exc, MemoryError):
-            return errors.ResourceExhaustedError(None, op, f"OOM when running op '{op.name}' ({op.type}) on "
-                                                 f"{device}: {exc}{where}")
-        if isinstance(exc, _KERNEL_ERRORS):
-            return errors.InvalidArgumentError(None, op, f"{op.type} op '{op.name}' failed on {device}: "
-                                               f"{exc}{where}")
-        return exc
+    def partial_run(self, handle: str, fetches, feed_dict=None):
+        """Feed more of a partial run's feeds and fetch some of its fetches, each once; values shaped like `fetches`."""
+        return self._partial_runs.run(handle, fetches, feed_dict)
 
     # --- life cycle -------------------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -367,44 +340,100 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
 
     def close(self) -> None:
-        """Release the session's variables and plans; later runs raise RuntimeError."""
+        """Release the session's variables, plans and partial runs; later runs raise RuntimeError."""
         self._closed = True
         self._runs.clear()
         self._plans.clear()
+        self._partial_runs.clear()
         self._runner.close()
         self._ctx = None
 
     def as_default(self):
-        """Make this the default session for Tensor.eval() and Operation.run() inside the block."""
+        """Make this the default session for Tensor.eval() and Operation.run() inside the block (it stays open, and
+        the default graph does not change: enter `sess.graph.as_default()` for that)."""
         return default_session(self)
-
-    def __enter__(self):
-        self._default_ctx = self.as_default()
-        self._default_ctx.__enter__()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if self._default_ctx is not None:
-            self._default_ctx.__exit__(exc_type, exc, tb)
-            self._default_ctx = None
-        self.close()
-        return False
 
 
 class Session(BaseSession):
-    """A TF1 session (tf.Session(target='', graph=None, config=None))."""
+    """A TF1 session (tf.Session(target='', graph=None, config=None)).
 
+    As a context manager it makes its graph the default graph and itself the default session, and closes on exit:
 
-class InteractiveSession(BaseSession):
-    """A session that installs itself as the default on creation (tf.InteractiveSession), for shells/notebooks."""
+        with tf.Session(graph=g) as sess:
+            tf.get_default_graph() is g      # True: new ops go to g
+            c.eval()                         # runs in sess
+    """
 
     def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
         super().__init__(target, graph, config)
-        self._default_ctx = self.as_default()
-        self._default_ctx.__enter__()
+        self._entered = None  # (graph context, session context) while inside `with sess:`
+
+    def __enter__(self):
+        if self._entered is not None:
+            raise RuntimeError("Session context managers are not re-entrant. Use `Session.as_default()` if you want "
+                               "to enter a session multiple times.")
+        self._entered = (self._graph.as_default(), self.as_default())
+        self._entered[0].__enter__()
+        return self._entered[1].__enter__()
+
+    def __exit__(self, exc_type, exc, tb):
+        graph_ctx, session_ctx = self._entered
+        self._entered = None
+        try:
+            session_ctx.__exit__(exc_type, exc, tb)
+        finally:
+            graph_ctx.__exit__(exc_type, exc, tb)
+            self.close()
+        return False
+
+    @staticmethod
+    def reset(target, containers=None, config=None) -> None:
+        """Reset resource containers on `target` and close its sessions: TF implements it for distributed targets
+        only, so for the in-process target ("") it does nothing; another target is TF's NotFoundError."""
+        target = check_target(target)
+        if target:
+            raise no_session_factory(target, config if isinstance(config, ConfigProto) else ConfigProto())
+
+
+class InteractiveSession(BaseSession):
+    """A session that installs itself as the default session on creation (tf.InteractiveSession), for shells and
+    notebooks; `close()` uninstalls it. With an explicit `graph`, that graph is the default graph until then too.
+
+    Ops added to the graph after the session started run like any others (each run places what is new).
+    """
+
+    _count_lock = threading.Lock()
+    _active_session_count = 0
+
+    def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
+        if config is None:  # TF's interactive defaults: grow GPU memory as needed
+            config = ConfigProto(gpu_options=GPUOptions(allow_growth=True))
+        if isinstance(config, ConfigProto):  # TF marks the caller's config (adplace places the whole graph still)
+            config.graph_options.place_pruned_graph = True
+        super().__init__(target, graph, config)
+        with InteractiveSession._count_lock:
+            if InteractiveSession._active_session_count > 0:
+                warnings.warn("An interactive session is already active. This can cause out-of-memory errors in some "
+                              "cases. You must explicitly call `InteractiveSession.close()` to release resources held "
+                              "by the other session(s).", stacklevel=2)
+            InteractiveSession._active_session_count += 1
+        self._explicitly_closed = False
+        self._default_session = self.as_default()
+        self._default_session.__enter__()
+        self._default_graph = graph.as_default() if graph is not None else None
+        if self._default_graph is not None:
+            self._default_graph.__enter__()
 
     def close(self) -> None:
-        if self._default_ctx is not None:
-            self._default_ctx.__exit__(None, None, None)
-            self._default_ctx = None
+        """Close the session and uninstall it as the default session (and its graph as the default graph)."""
         super().close()
+        with InteractiveSession._count_lock:
+            if self._explicitly_closed:
+                return
+            InteractiveSession._active_session_count -= 1
+            self._explicitly_closed = True
+        if self._default_graph is not None:
+            self._default_graph.__exit__(None, None, None)
+            self._default_graph = None
+        self._default_session.__exit__(None, None, None)
+        self._default_session = None

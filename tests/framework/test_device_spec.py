@@ -92,10 +92,16 @@ def test_invalid_specs_name_the_spec(text, pattern):
         canonical_name(text)
 
 
-@pytest.mark.parametrize("bad", [None, 0, b"/cpu:0", ["/cpu:0"]])
+@pytest.mark.parametrize("bad", [0, b"/cpu:0", ["/cpu:0"]])
 def test_non_string_raises_type_error(bad):
     with pytest.raises(TypeError):
         DeviceSpec.from_string(bad)
+
+
+def test_none_is_the_empty_spec_as_in_tf():
+    assert DeviceSpec.from_string(None) == DeviceSpec()
+    assert DeviceSpec(job="ps").parse_from_string(None).to_string() == ""
+    assert merge_device(None)(SimpleNamespace(device="/cpu:1")) == "/device:CPU:1"
 
 
 # --- equality, hashing, repr ----------------------------------------------
@@ -133,17 +139,18 @@ def test_setters_recompute_string_and_hash():
         s.other = 1
 
 
-def test_parse_from_string_keeps_unset_fields():
+def test_parse_from_string_sets_every_field_as_tf_1_14_and_later():
     s = DeviceSpec(job="ps", task=0, device_type="CPU", device_index=0)
     assert s.parse_from_string("/task:3/gpu:1") is s
-    assert s.to_string() == "/job:ps/task:3/device:GPU:1"
-    s.parse_from_string("")
-    assert s.to_string() == "/job:ps/task:3/device:GPU:1"
+    assert s.to_string() == "/task:3/device:GPU:1"  # job cleared: the text names no job
     s.parse_from_string("/device:GPU:*")
-    assert s.to_string() == "/job:ps/task:3/device:GPU:1"
+    assert (s.task, s.device_type, s.device_index) == (None, "GPU", None)
+    s.parse_from_string("")
+    assert s.to_string() == "" and s == DeviceSpec()
+    s.parse_from_string("/job:ps/cpu:0")
     with pytest.raises(ValueError, match="foo"):
         s.parse_from_string("/foo:1")
-    assert s.to_string() == "/job:ps/task:3/device:GPU:1"
+    assert s.to_string() == "/job:ps/device:CPU:0"  # an invalid spec changes nothing
 
 
 def test_merge_from_and_make_merged_spec_and_replace():

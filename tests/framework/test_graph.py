@@ -153,9 +153,9 @@ def test_as_graph_element_resolves_names_tensors_ops_and_variables():
 def test_as_graph_element_rejects_wrong_kind():
     g = tf.get_default_graph()
     c = tf.constant(1.0, name="x")
-    with pytest.raises(TypeError, match="Can not convert a Tensor into an Operation"):
+    with pytest.raises(TypeError, match="Can not convert a Tensor into a Operation"):  # TF's wording
         g.as_graph_element(c, allow_tensor=False)
-    with pytest.raises(TypeError, match="Can not convert an Operation into a Tensor"):
+    with pytest.raises(TypeError, match="Can not convert a Operation into a Tensor"):
         g.as_graph_element(c.op, allow_operation=False)
     with pytest.raises(TypeError, match="int"):
         g.as_graph_element(5)
@@ -759,15 +759,19 @@ def test_tensor_len_raises_type_error():
         len(tf.constant([1.0, 2.0]))
 
 
-def test_tensor_iteration_unstacks_known_first_dim():
+def test_tensor_iteration_indexes_a_known_first_dim():
     a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
     rows = list(a)
     assert len(rows) == 2
-    assert rows[0].op.type == "Unpack"
+    assert [r.op.type for r in rows] == ["StridedSlice", "StridedSlice"]  # t[0], t[1], as TF iterates
     with tf.Session() as sess:
         np.testing.assert_allclose(sess.run(rows[1]), [3.0, 4.0])
-    with pytest.raises(TypeError, match="not iterable"):
+    with pytest.raises(TypeError, match="unknown first dimension"):
         iter(tf.placeholder(tf.float32, shape=[None]))
+    with pytest.raises(TypeError, match="unknown shape"):
+        iter(tf.placeholder(tf.float32))
+    with pytest.raises(TypeError, match="scalar tensor"):
+        iter(tf.constant(1.0))
 
 
 def test_tensor_is_hashable_and_compared_by_identity():

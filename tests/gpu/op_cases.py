@@ -47,6 +47,72 @@ def _unary_gradients(rng):
     return firsts + [tf.gradients(g, p)[0] for g in firsts], {p: _x(rng, 3, 4, low=0.5, high=2.0)}
 
 
+def _nn_activation_gradients(rng):
+    """Relu6, Elu, Selu, Softplus, Softsign, LeakyRelu, their gradient ops (Relu6Grad, ...) and those ops' gradients."""
+    p = tf.placeholder(tf.float32, [3, 4])
+    ys = [tf.nn.relu6(p * 4), tf.nn.elu(p), tf.nn.selu(p), tf.nn.softplus(p), tf.nn.softsign(p), tf.nn.leaky_relu(p)]
+    firsts = [tf.gradients(y, p, grad_ys=tf.cos(p))[0] for y in ys]
+    return ys + firsts + [tf.gradients(g, p)[0] for g in firsts], {p: _x(rng, 3, 4)}
+
+
+def _nn_losses(rng):
+    """Softmax, LogSoftmax, both softmax cross entropies (values and gradients), L2Loss and InTopKV2."""
+    logits = tf.constant(_x(rng, 4, 5, low=-30, high=30))
+    labels = tf.constant(rng.dirichlet(np.ones(5), size=4).astype(np.float32))
+    ids = tf.constant(np.array([0, 4, 2, 1], np.int32))
+    xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+    sparse = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=logits)
+    return ([tf.nn.softmax(logits), tf.nn.log_softmax(logits, axis=0), xent, sparse, tf.nn.l2_loss(logits),
+             tf.nn.in_top_k(logits, ids, 2), tf.nn.in_top_k(logits, tf.cast(ids, tf.int64), 1)]
+            + tf.gradients(tf.reduce_sum(xent) + tf.reduce_sum(sparse), [logits, labels]), {})
+
+
+def _conv_program(rng):
+    """Conv2D in both formats (strided, dilated) with its input and filter gradients (the two backprop ops)."""
+    x, f = tf.constant(_x(rng, 2, 7, 6, 3)), tf.constant(_x(rng, 3, 3, 3, 4))
+    x_nchw = tf.transpose(x, [0, 3, 1, 2])
+    ys = [tf.nn.conv2d(x, f, 2, "SAME"), tf.nn.conv2d(x, f, 1, "VALID", dilations=2),
+          tf.nn.conv2d(x_nchw, f, [1, 1, 2, 2], "SAME", data_format="NCHW")]
+    return ys + tf.gradients(tf.add_n([tf.reduce_sum(tf.square(y)) for y in ys]), [x, f]), {}
+
+
+def _pooling_program(rng):
+    """MaxPool/AvgPool (NHWC SAME, NCHW VALID), their gradients, and MaxPoolGradGrad."""
+    x = tf.constant(rng.permutation(2 * 5 * 6 * 3).reshape(2, 5, 6, 3).astype(np.float32))
+    pools = [tf.nn.max_pool(x, 3, 2, "SAME"), tf.nn.avg_pool(x, 3, 2, "SAME"),
+             tf.nn.max_pool(tf.transpose(x, [0, 3, 1, 2]), [1, 1, 2, 2], [1, 1, 2, 2], "VALID", data_format="NCHW"),
+             tf.nn.avg_pool(tf.transpose(x, [0, 3, 1, 2]), [1, 1, 2, 2], [1, 1, 1, 1], "VALID", data_format="NCHW")]
+    grads = tf.gradients(tf.add_n([tf.reduce_sum(tf.square(p)) for p in pools]), x)
+    return pools + grads + tf.gradients(tf.reduce_sum(grads[0] * x), x), {}
+
+
+def _gather_and_friends(rng):
+    """GatherV2 (and its dense gradient, UnsortedSegmentSum), SelectV2, OneHot, ArgMax/ArgMin, Slice, Pad, PadV2,
+    MirrorPad (and MirrorPadGrad), ReverseV2 and IdentityN."""
+    t = tf.constant(_x(rng, 3, 4))
+    rows = tf.gather(t, tf.constant(np.array([2, 0, 2], np.int64)))
+    cols = tf.gather(t, [3, 1], axis=1)
+    padded = [tf.pad(t, [[1, 0], [0, 2]]), tf.pad(t, [[1, 1], [0, 1]], constant_values=2.0),
+              tf.pad(t, [[1, 1], [2, 2]], "REFLECT"), tf.pad(t, [[0, 2], [1, 0]], "SYMMETRIC")]
+    grads = tf.gradients(tf.add_n([tf.reduce_sum(tf.square(v)) for v in [rows, cols] + padded]), t)
+    ids = tf.constant(np.array([0, 2, -1], np.int64))
+    return ([rows, cols, *padded, *grads, tf.unsorted_segment_sum(t, tf.constant([1, 0, 1]), 2),
+             tf.where_v2(t > 0, t, tf.zeros([4])), tf.one_hot(ids, 3), tf.one_hot(ids, 3, axis=0, dtype=tf.int64),
+             tf.argmax(t, 1), tf.argmin(t, 0, output_type=tf.int32), tf.slice(t, [1, 1], [2, -1]),
+             tf.reverse(t, [0, 1]), *tf.identity_n([t, rows])], {})
+
+
+def _logical_bitwise(rng):
+    """LogicalAnd/Or/Not, Any/All, IsFinite/IsNan/IsInf and the int64 bitwise ops."""
+    t = tf.constant(_x(rng, 3, 4))
+    a, b = t > 0, t < 1
+    i, j = tf.constant(np.array([6, 3, 12], np.int64)), tf.constant(np.array([5, 1, 2], np.int64))
+    odd = tf.constant(np.array([1.0, np.nan, np.inf], np.float32))
+    return ([a & b, a | b, ~a, tf.logical_xor(a, b), tf.reduce_any(a, 1), tf.reduce_all(b, 0, keepdims=True),
+             tf.is_finite(odd), tf.is_nan(odd), tf.is_inf(odd), i & j, i | j, i ^ j, ~i,
+             tf.bitwise.left_shift(i, j), tf.bitwise.right_shift(i, j)], {})
+
+
 def _optimizer(make):
     def build(rng):
         w = tf.Variable(_x(rng, 4, 2), name="w")
@@ -83,6 +149,7 @@ CASES = {
     "cumulative": lambda rng: (lambda t: ([tf.cumsum(t, 1), tf.cumsum(t, 0, exclusive=True, reverse=True),
                                            tf.cumprod(t, 1, exclusive=True)], {}))(tf.constant(_x(rng, 3, 4))),
     "bias_add": lambda rng: (tf.nn.bias_add(tf.constant(_x(rng, 2, 3, 4)), tf.constant(_x(rng, 4))), {}),
+    "nn_activation_gradients": _nn_activation_gradients, "nn_losses": _nn_losses,
     "cast_and_range": lambda rng: ([tf.cast(tf.constant(_x(rng, 3, 4)), tf.float64),
                                     tf.cast(tf.constant(_x(rng, 3, 4)) * 3, tf.int32),
                                     tf.cast(tf.range(5), tf.float32), tf.range(1.0, 4.0, 0.5)], {}),
@@ -102,6 +169,10 @@ CASES = {
                                                      {a: _x(rng, 3, 4), b: _x(rng, 4)}))(
         tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32, [None])),
     "invert_permutation": lambda rng: (tf.invert_permutation(tf.constant([2, 0, 1])), {}),
+    "gather_and_friends": _gather_and_friends, "logical_bitwise": _logical_bitwise,
+    "conv2d": lambda rng: _conv_program(rng), "pooling": lambda rng: _pooling_program(rng),
+    "lrn": lambda rng: (lambda p: ([tf.nn.lrn(p, 2, 1.0, 0.5, 0.75), tf.gradients(tf.nn.lrn(p, 2), p)[0]],
+                                   {p: _x(rng, 2, 3, 3, 6)}))(tf.placeholder(tf.float32, [2, 3, 3, 6])),
     "variables": _variable_program,
     "sgd": _optimizer(lambda: tf.train.GradientDescentOptimizer(0.1)),
     "momentum": _optimizer(lambda: tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True)),
@@ -112,6 +183,27 @@ CASES = {
     "random": lambda rng: ([tf.random_uniform([400], seed=1), tf.random_normal([400], seed=2),
                             tf.truncated_normal([400], seed=3),
                             tf.random_uniform([400], 0, 10, dtype=tf.int64, seed=4)], {}),
+    "linalg_diagonals": lambda rng: (lambda m, d: ([tf.matrix_diag(d), tf.matrix_diag_part(m), tf.matrix_set_diag(m, d),
+                                                   tf.diag(d), tf.diag_part(tf.diag(d)), tf.matrix_band_part(m, 1, 0),
+                                                   tf.einsum("bij,bjk->bik", m, m), tf.check_numerics(m, "m"),
+                                                   tf.gradients(tf.reduce_sum(tf.matrix_diag_part(m) * d), m)[0]],
+                                                  {}))(tf.constant(_x(rng, 2, 3, 3)), tf.constant(_x(rng, 2, 3))),
+    "more_unary": lambda rng: (lambda p, q: ([tf.round(p * 2), tf.rint(p * 2), tf.atan(p), tf.asin(q), tf.acos(q),
+                                              tf.sinh(p), tf.cosh(p), tf.asinh(p), tf.acosh(p * p + 1.5),
+                                              tf.atanh(q), tf.expm1(p), tf.erf(p), tf.erfc(p), tf.lgamma(p + 2.5),
+                                              tf.digamma(p + 2.5)], {p: _x(rng, 3, 4), q: _x(rng, 3, 4, low=-0.9,
+                                                                                               high=0.9)}))(
+        tf.placeholder(tf.float32, [3, 4]), tf.placeholder(tf.float32, [3, 4])),
+    "more_binary": lambda rng: (lambda a, b, i, j: ([tf.atan2(a, b), tf.div_no_nan(a, b * tf.cast(b > 0, tf.float32)),
+                                                     tf.truncatediv(a, b), tf.truncatemod(a, b),
+                                                     tf.truncatediv(i, j), tf.truncatemod(i, j),
+                                                     tf.polygamma(tf.ones([3, 4]), a + 3.0)], {}))(
+        tf.constant(_x(rng, 3, 4)), tf.constant(_x(rng, 4, low=0.5, high=2.0)),
+        tf.constant(np.array([7, -7, 9, -9], np.int64)), tf.constant(np.array([2, 2, -4, 4], np.int64))),
+    "more_array": lambda rng: (lambda t: ([tf.placeholder_with_default(t, [None, 4]) * 2.0, *tf.shape_n([t, t[0]]),
+                                           tf.broadcast_to(t[0], [2, 3, 4]), tf.lin_space(-1.0, 2.0, 5),
+                                           *tf.nn.top_k(t, 2)], {}))(
+        tf.constant(rng.permutation(12).reshape(3, 4).astype(np.float32))),  # distinct values: no ties to order
 }
 
 RANDOM_CASES = {"random"}
@@ -134,11 +226,27 @@ COVERS = {
     "split_concat_pack": {"Split", "SplitV", "ConcatV2", "Pack", "Unpack"},
     "slices": {"StridedSlice", "StridedSliceGrad"}, "select_where": {"Select", "Where"},
     "broadcast_gradient": {"BroadcastGradientArgs"}, "invert_permutation": {"InvertPermutation"},
+    "gather_and_friends": {"GatherV2", "UnsortedSegmentSum", "SelectV2", "OneHot", "ArgMax", "ArgMin", "Slice", "Pad",
+                           "PadV2", "MirrorPad", "MirrorPadGrad", "ReverseV2", "IdentityN"},
+    "logical_bitwise": {"LogicalAnd", "LogicalOr", "LogicalNot", "Any", "All", "IsFinite", "IsNan", "IsInf",
+                        "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift", "RightShift"},
+    "conv2d": {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"},
+    "pooling": {"MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "AvgPool", "AvgPoolGrad"}, "lrn": {"LRN", "LRNGrad"},
     "variables": {"VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "InitializedValue",
                   "NoOp"},
     "sgd": {"ApplyGradientDescent"}, "momentum": {"ApplyMomentum"}, "adam": {"ApplyAdam"},
     "rmsprop": {"ApplyRMSProp"}, "centered_rmsprop": {"ApplyCenteredRMSProp"}, "adagrad": {"ApplyAdagrad"},
     "random": {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"},
+    "linalg_diagonals": {"MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "Diag", "DiagPart", "MatrixBandPart",
+                         "Einsum", "CheckNumerics"},
+    "nn_activation_gradients": {"Relu6", "Elu", "Selu", "Softplus", "Softsign", "LeakyRelu", "Relu6Grad", "EluGrad",
+                                "SeluGrad", "SoftplusGrad", "SoftsignGrad", "LeakyReluGrad"},
+    "nn_losses": {"Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
+                  "L2Loss", "InTopKV2"},
+    "more_unary": {"Round", "Rint", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Expm1", "Erf",
+                   "Erfc", "Lgamma", "Digamma"},
+    "more_binary": {"Atan2", "DivNoNan", "TruncateDiv", "TruncateMod", "Polygamma"},
+    "more_array": {"PlaceholderWithDefault", "ShapeN", "BroadcastTo", "LinSpace", "TopKV2"},
 }
 
 

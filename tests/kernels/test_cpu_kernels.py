@@ -261,7 +261,7 @@ def test_add_n_of_one_tensor_is_that_tensor_and_its_kernel_copies():
     p = tf.placeholder(tf.float32, shape=[2])
     assert tf.add_n([p]) is p  # as TF: no AddN op for a single input
     assert tf.add_n([p], name="named").op.type == "Identity"
-    fn = kernel_for(tf.get_default_graph().create_op("AddN", [p], {"N": 1, "T": tf.float32}).outputs[0])
+    fn = kernel_for(tf.get_default_graph().create_op("AddN", [p], attrs={"N": 1, "T": tf.float32}).outputs[0])
     x = np.array([1.0, 2.0], np.float32)
     out = fn(x)
     assert out is not x

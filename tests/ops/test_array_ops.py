@@ -596,3 +596,129 @@ def test_tile_values_static_shapes_and_gradient_with_int64_multiples():
     value, dx = tf.Session().run([t, grad])
     assert value.tolist() == [[1.0, 2.0, 1.0, 2.0]] * 2 and dx.tolist() == [[4.0, 4.0]]
     assert tf.Session().run(tf.tile(tf.constant(5.0), [])) == 5.0
+
+
+# --- slice, pad, reverse, identity_n (tf.slice, tf.pad, tf.reverse, tf.identity_n) ------------------------------------
+def _gradient_error(x, y, x0):
+    with tf.Session():
+        return tf.test.compute_gradient_error(x, list(x0.shape), y, y.shape.as_list(), x_init_value=x0)
+
+
+def test_slice_values_shapes_and_minus_one():
+    x = np.arange(24).reshape(2, 3, 4)
+    s = tf.slice(x, [0, 1, 1], [2, -1, 2])
+    assert s.op.type == "Slice" and s.op.name == "Slice" and s.shape.as_list() == [2, 2, 2]
+    np.testing.assert_array_equal(run(s), x[:, 1:, 1:3])
+    p = tf.placeholder(tf.float32, [None, 4])
+    assert tf.slice(p, [1, 0], [-1, 2]).shape.as_list() == [None, 2]
+    assert tf.slice(p, tf.placeholder(tf.int32, [2]), [1, 2]).shape.as_list() == [1, 2]
+
+
+def test_slice_errors():
+    with pytest.raises(ValueError, match=r"Expected size\[1\] in \[0, 2\], but got 3 for 'Slice\w*'"):
+        tf.slice(np.zeros((2, 3)), [0, 1], [1, 3])
+    b = tf.placeholder(tf.int32, [2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Expected size\[0\] in \[0, 1\], but got 2"):
+        run(tf.slice(np.zeros((2, 3)), b, [2, 1]), {b: [1, 0]})
+
+
+def test_slice_gradient():
+    x = tf.placeholder(tf.float64, [3, 4])
+    assert _gradient_error(x, tf.slice(x, [1, 1], [2, 2]), np.arange(12.0).reshape(3, 4)) < 1e-8
+
+
+@pytest.mark.parametrize("mode", ["CONSTANT", "REFLECT", "SYMMETRIC", "reflect"])
+def test_pad_modes_match_numpy(mode):
+    x = np.arange(12.0).reshape(3, 4)
+    paddings = [[1, 2], [2, 1]]
+    p = tf.pad(x, paddings, mode=mode)
+    expected = np.pad(x, paddings, mode={"CONSTANT": "constant", "REFLECT": "reflect"}.get(mode.upper(),
+                                                                                          "symmetric"))
+    assert p.op.type == ("Pad" if mode == "CONSTANT" else "MirrorPad") and p.shape.as_list() == [6, 7]
+    np.testing.assert_array_equal(run(p), expected)
+    xp = tf.placeholder(tf.float64, [3, 4])
+    assert _gradient_error(xp, tf.pad(xp, paddings, mode=mode), x) < 1e-8
+
+
+def test_pad_constant_values_uses_pad_v2():
+    p = tf.pad([[1, 2]], [[1, 0], [0, 1]], constant_values=9)
+    assert p.op.type == "PadV2" and p.op.name == "PadV2"
+    np.testing.assert_array_equal(run(p), [[9, 9, 9], [1, 2, 9]])
+    x = tf.placeholder(tf.float64, [2])
+    assert _gradient_error(x, tf.pad(x, [[2, 1]], constant_values=-1.0), np.array([1.0, 2.0])) < 1e-8
+    assert tf.pad(tf.placeholder(tf.float32, [None, 2]), [[1, 1], [0, 0]]).shape.as_list() == [None, 2]
+
+
+def test_pad_errors():
+    with pytest.raises(ValueError, match="Unknown padding mode: WRAP"):
+        tf.pad([1.0], [[1, 1]], mode="WRAP")
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 1 for 'Pad"):
+        tf.pad(np.zeros((2, 2)), [[1, 1]])
+    p = tf.placeholder(tf.int32, [1, 2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="paddings must be less than the dimension size: 3, 0"):
+        run(tf.pad([1.0, 2.0, 3.0], p, mode="REFLECT"), {p: [[3, 0]]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Paddings must be non-negative: -1 0"):
+        run(tf.pad([1.0, 2.0, 3.0], p), {p: [[-1, 0]]})
+
+
+def test_reverse_and_gradient():
+    x = np.arange(6.0).reshape(2, 3)
+    r = tf.reverse(x, [-1])
+    assert r.op.type == "ReverseV2" and r.shape.as_list() == [2, 3]
+    np.testing.assert_array_equal(run(r), x[:, ::-1])
+    np.testing.assert_array_equal(run(tf.reverse_v2(x, [0, 1])), x[::-1, ::-1])
+    xp = tf.placeholder(tf.float64, [2, 3])
+    assert _gradient_error(xp, tf.reverse(xp, [0]) * np.arange(6.0).reshape(2, 3), x) < 1e-8
+    with pytest.raises(ValueError, match="axis 1 specified more than once"):
+        tf.reverse(x, [1, -1])
+
+
+def test_identity_n_passes_values_and_gradients_through():
+    a, b = tf.placeholder(tf.float64, [2]), tf.constant(3)
+    outs = tf.identity_n([a, b])
+    assert outs[0].op.type == "IdentityN" and outs[0].op is outs[1].op and outs[1].dtype == tf.int32
+    values = run(outs, {a: [1.0, 2.0]})
+    np.testing.assert_array_equal(values[0], [1.0, 2.0])
+    assert values[1] == 3
+    assert run(tf.gradients(tf.reduce_sum(outs[0] * outs[0]), a)[0], {a: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+
+
+# --- tf.where (TF1's Select) ------------------------------------------------------------------------------------------
+def test_where_tf1_row_selection_and_errors():
+    x, y = np.arange(6.0).reshape(3, 2), -np.ones((3, 2))
+    w = tf.where([True, False, True], x, y)
+    assert w.op.type == "Select" and w.op.name == "Select"
+    np.testing.assert_array_equal(run(w), [x[0], y[1], x[2]])
+    with pytest.raises(ValueError, match="x and y must both be non-None or both be None."):
+        tf.where([True], x=[1.0])
+    coords = tf.where([[False, True], [True, True]])
+    assert coords.dtype == tf.int64 and coords.shape.as_list() == [None, 2]
+    np.testing.assert_array_equal(run(coords), [[0, 1], [1, 0], [1, 1]])
+
+
+# --- batch matmul ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_batch_matmul_broadcasts_batch_dims_with_transposes_and_gradients(ta, tb):
+    rng = np.random.default_rng(3)
+    a0 = rng.normal(size=(2, 1, 4, 3) if ta else (2, 1, 3, 4))
+    b0 = rng.normal(size=(5, 2, 4) if tb else (5, 4, 2))
+    a, b = tf.placeholder(tf.float64, a0.shape), tf.placeholder(tf.float64, b0.shape)
+    c = tf.matmul(a, b, transpose_a=ta, transpose_b=tb)
+    assert c.op.type == "BatchMatMulV2" and c.shape.as_list() == [2, 5, 3, 2]
+    expected = np.matmul(np.swapaxes(a0, -1, -2) if ta else a0, np.swapaxes(b0, -1, -2) if tb else b0)
+    np.testing.assert_allclose(run(c, {a: a0, b: b0}), expected)
+    with tf.Session():
+        assert tf.test.compute_gradient_error(a, list(a0.shape), c, [2, 5, 3, 2], x_init_value=a0,
+                                              extra_feed_dict={b: b0}) < 1e-8
+        assert tf.test.compute_gradient_error(b, list(b0.shape), c, [2, 5, 3, 2], x_init_value=b0,
+                                              extra_feed_dict={a: a0}) < 1e-8
+
+
+def test_matmul_rank_three_times_rank_two_and_mismatch_error():
+    a0, b0 = np.ones((4, 2, 3)), np.ones((3, 5))
+    c = tf.matmul(a0, b0)
+    assert c.shape.as_list() == [4, 2, 5]
+    np.testing.assert_allclose(run(c), np.full((4, 2, 5), 3.0))
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 4 for 'MatMul\\w*' "
+                                         "\\(op: 'BatchMatMulV2'\\)"):
+        tf.matmul(a0, np.ones((4, 5)))

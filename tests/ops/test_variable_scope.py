@@ -342,3 +342,56 @@ def test_tower_loop_with_name_scopes_and_reuse_variables(gpus):
     assert [v.name for v in tf.global_variables()] == ["w:0"]
     assert [o.name for o in outputs] == ["tower_0/y:0", "tower_1/y:0"]
     np.testing.assert_array_equal(_init_and_run(*outputs), [[2.0], [4.0]])
+
+
+# --- TF's argument checks and custom getters -----------------------------------------------------------------------
+
+def test_variable_constraint_must_be_callable_and_is_kept():
+    with pytest.raises(ValueError, match=r"^The `constraint` argument must be a callable.$"):
+        tf.Variable(1.0, constraint=3)
+    clip = lambda x: tf.clip_by_value(x, 0.0, 1.0)  # noqa: E731
+    assert tf.Variable(1.0, constraint=clip).constraint is clip
+    assert tf.Variable(1.0).constraint is None
+    with pytest.raises(ValueError, match="collections argument to Variable constructor must be a list, tuple, or set"):
+        tf.Variable(1.0, collections="my_vars")
+    assert len(tf.global_variables()) == 2  # the failed calls added no variable
+
+
+def test_non_callable_custom_getter_fails_in_get_variable():
+    with pytest.raises(ValueError, match=r"^Passed a custom_getter which is not callable: 3$"):
+        with tf.variable_scope("scope0", custom_getter=3):
+            tf.get_variable("name0", [1])
+    with pytest.raises(ValueError, match="custom_getter .* not callable:"):
+        tf.get_variable("name1", [1], custom_getter=3)
+    assert tf.global_variables() == []
+
+
+def test_custom_getter_is_kept_on_reentry_and_sees_reuse():
+    calls = []
+
+    def getter(getter, name, *args, **kwargs):
+        calls.append((name, kwargs["reuse"]))
+        return getter(name, *args, **kwargs)
+
+    with tf.variable_scope("s", custom_getter=getter) as scope:
+        v = tf.get_variable("v", [1])
+    with tf.variable_scope(scope, reuse=True):
+        v2 = tf.get_variable("v", [1])
+    with tf.variable_scope("plain") as plain:
+        w = tf.get_variable("w", [1])
+    with tf.variable_scope(plain, reuse=True, custom_getter=getter):
+        w2 = tf.get_variable("w", [1])
+    assert v is v2 and w is w2
+    assert calls == [("s/v", False), ("s/v", True), ("plain/w", True)]
+
+
+def test_nested_custom_getters_compose_outer_around_inner():
+    def suffix(tag):
+        def getter(getter, name, *args, **kwargs):
+            return getter(f"{name}/{tag}", *args, **kwargs)
+        return getter
+
+    with tf.variable_scope("outer", custom_getter=suffix("o")):
+        with tf.variable_scope("inner", custom_getter=suffix("i")):
+            v = tf.get_variable("v", [1])
+    assert v.name == "outer/inner/v/i/o:0"  # the inner getter runs first and calls the outer one

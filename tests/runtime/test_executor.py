@@ -271,3 +271,25 @@ def test_plan_runs_control_inputs_but_not_unneeded_ops():
     assert "inc" in names and "never" not in names
     assert sess.run(out) == 5.0
     assert sess.run(v) == 1.0
+
+
+def test_reads_of_an_update_feeding_other_reads_all_run_in_order():
+    """Equal and Select both read the AssignAdd's reference: each read moves before its consumer, the first one
+    before the second."""
+    v = tf.Variable(0.0)
+    a = tf.assign_add(v, 1.0)
+    c = tf.where(tf.equal(a, 1.0), a, a * 0.0) + 1.0
+    sess = tf.Session()
+    sess.run(v.initializer)
+    assert sess.run(c) == 2.0
+    assert sess.run(v) == 1.0
+
+
+def test_a_control_dependency_on_a_fed_placeholder_is_satisfied_by_the_feed():
+    x = tf.placeholder(tf.float32, [])
+    with tf.control_dependencies([x]):
+        y = tf.constant(3.0) * 2.0
+    sess = tf.Session()
+    assert sess.run(y, {x: 1.0}) == 6.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="You must feed a value for placeholder tensor"):
+        sess.run(y)

@@ -68,7 +68,7 @@ def test_none_as_a_feed_value_is_a_type_error(dtype):
 def test_python_ints_out_of_int32_range_are_a_type_error(value):
     i = tf.placeholder(tf.int32, None, name="i")
     error = _feed_error(i, value, TypeError)
-    assert "is not compatible with Tensor 'i:0' of type int32" in str(error) and "int64" in str(error)
+    assert "is not compatible with Tensor type <class 'numpy.int32'> of Tensor 'i:0' (int32)" in str(error) and "int64" in str(error)
 
 
 def test_int32_range_limits_are_accepted():
@@ -95,7 +95,7 @@ def test_a_huge_list_with_an_out_of_range_int_is_described_by_its_length():
 
 def test_an_int_into_a_string_tensor_is_a_type_error():
     s = tf.placeholder(tf.string, None, name="s")
-    assert "with type <class 'int'> is not compatible with Tensor 's:0' of type string" in \
+    assert "with type <class 'int'> is not compatible with Tensor type <class 'object'> of Tensor 's:0' (string)" in \
         str(_feed_error(s, 5, TypeError))
 
 
@@ -172,7 +172,7 @@ def test_make_callable_rejects_the_same_values():
     x = tf.placeholder(tf.int32, [], name="x")
     run = tf.Session().make_callable(x + 1, [x])
     assert run(1) == 2
-    with pytest.raises(TypeError, match="not compatible with Tensor 'x:0'"):
+    with pytest.raises(TypeError, match="not compatible with Tensor type .* of Tensor 'x:0'"):
         run(2**33)
 
 

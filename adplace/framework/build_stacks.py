@@ -1,0 +1,76 @@
+"""What a Graph keeps while it is being built: the device, colocation and control-dependency stacks, and the
+per-thread name scope. TF shares the stacks between threads until `Graph.switch_to_thread_local()`."""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from adplace.framework.device_spec import DeviceSpec, canonical_name, merge_device
+from adplace.framework.operation import Operation
+
+if TYPE_CHECKING:
+    from adplace.framework.graph import Graph
+
+
+class DeviceEntry:
+    """One device-stack entry: a merge function (strings, DeviceSpecs), a user function, or None (stop)."""
+
+    __slots__ = ("function", "is_null_merge", "is_user_function")
+
+    def __init__(self, device):
+        self.is_user_function = callable(device) and not isinstance(device, (str, DeviceSpec))
+        spec_text = canonical_name(device) if isinstance(device, (str, DeviceSpec)) else None
+        self.is_null_merge = spec_text == ""
+        if device is None:
+            self.function = None
+        elif self.is_user_function:
+            self.function = device
+        elif isinstance(device, (str, DeviceSpec)):
+            self.function = merge_device(DeviceSpec.from_string(spec_text))
+        else:
+            raise TypeError(f"tf.device() takes a string, a DeviceSpec, a function or None; got {device!r}")
+
+
+class ControlDependencies:
+    """One `control_dependencies` block: its control inputs and the ops created inside it."""
+
+    def __init__(self, graph: "Graph", control_inputs: list | None):
+        self._graph = graph
+        self.control_inputs = [] if control_inputs is None else control_inputs
+        self.new_stack = control_inputs is None
+        self.seen_ids: set[int] = set()
+        self._saved = None
+
+    def __enter__(self):
+        stacks = self._graph._stacks
+        if self.new_stack:
+            self._saved, stacks.control_stack = stacks.control_stack, []
+        stacks.control_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        stacks = self._graph._stacks
+        stacks.control_stack.pop()
+        if self.new_stack:
+            stacks.control_stack = self._saved
+        return False
+
+
+class BuildStacks:
+    """The device, colocation and control-dependency stacks: one set per graph, or per thread after
+    `Graph.switch_to_thread_local()` (TF's default shares them between threads)."""
+
+    __slots__ = ("device_stack", "colocation_stack", "control_stack")
+
+    def __init__(self, source: "BuildStacks | None" = None):
+        self.device_stack: list[DeviceEntry] = list(source.device_stack) if source else []
+        self.colocation_stack: list[Operation] = list(source.colocation_stack) if source else []
+        self.control_stack: list[ControlDependencies] = list(source.control_stack) if source else []
+
+
+class ThreadState(threading.local):
+    """Per thread: the name scope (always thread-local in TF) and, once switched, the thread's own stacks."""
+
+    def __init__(self):
+        self.name_stack = ""
+        self.stacks: BuildStacks | None = None

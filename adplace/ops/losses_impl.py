@@ -1,0 +1,388 @@
+"""tf.losses: weighted losses reduced as TF1 reduces them, added to GraphKeys.LOSSES, built from primitive ops.
+
+Every loss works in float32 under its own name scope (`mean_squared_error/...`), multiplies by `weights`
+(broadcastable to the losses: rank 0 or the losses' rank, each dim 1 or equal), then reduces by `reduction`; the
+TF1 default, SUM_BY_NONZERO_WEIGHTS, divides the weighted sum by the number of nonzero weights (0 when none).
+
+    loss = tf.losses.mean_squared_error([[1.0], [2.0]], [[1.5], [2.0]])   # 0.125, named "mean_squared_error/value:0"
+    tf.get_collection(tf.GraphKeys.LOSSES) == [loss]
+
+This module also holds the weight helpers tf.metrics shares (TF's weights_broadcast_ops and
+confusion_matrix.remove_squeezable_dimensions): `assert_broadcastable`, `broadcast_weights`,
+`remove_squeezable_dimensions`.
+"""
+from __future__ import annotations
+
+
+from adplace.framework.conversion import convert_to_tensor
+from adplace.framework.default_graph import add_to_collection, control_dependencies, get_collection, name_scope
+from adplace.framework.graph import GraphKeys
+from adplace.framework.operation import Operation, Tensor
+from adplace.ops import array_ops, cross_entropy_ops, math_ops, nn_impl, selection_ops
+from adplace.ops.constant_op import constant
+from adplace.ops.control_flow_ops import no_op
+
+
+class Reduction:
+    """How compute_weighted_loss reduces the weighted losses (tf.losses.Reduction)."""
+
+    NONE = "none"
+    SUM = "weighted_sum"
+    MEAN = "weighted_mean"
+    SUM_OVER_BATCH_SIZE = "weighted_sum_over_batch_size"
+    SUM_BY_NONZERO_WEIGHTS = "weighted_sum_by_nonzero_weights"
+    SUM_OVER_NONZERO_WEIGHTS = SUM_BY_NONZERO_WEIGHTS
+
+    @classmethod
+    def all(cls) -> tuple:
+        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE, cls.SUM_OVER_NONZERO_WEIGHTS,
+                cls.SUM_BY_NONZERO_WEIGHTS)
+
+    @classmethod
+    def validate(cls, key) -> None:
+        if key not in cls.all():
+            raise ValueError(f"Invalid Reduction Key {key}.")
+
+
+# --- weights: TF's weights_broadcast_ops and confusion_matrix.remove_squeezable_dimensions ---------------------------
+_BROADCAST_ERROR = "weights can not be broadcast to values."
+
+
+def assert_broadcastable(weights, values) -> Operation:
+    """Check when the graph is built that `weights` broadcast to `values`: rank 0, or the same rank with each dim
+    1 or equal to the value's. Returns a NoOp to depend on; raises ValueError as TF does.
+
+    With a rank or dims unknown until run time the check is left to the Mul that applies the weights.
+    """
+    with name_scope(None, "assert_broadcastable", [weights, values]):
+        weights = convert_to_tensor(weights, name="weights")
+        values = convert_to_tensor(values, name="values")
+        w_rank, v_rank = weights.shape.ndims, values.shape.ndims
+        if w_rank == 0:
+            return no_op(name="static_scalar_check_success")
+        if w_rank is None or v_rank is None:
+            return no_op(name="dynamic_check_deferred")
+        if w_rank != v_rank:
+            raise ValueError(f"{_BROADCAST_ERROR} values.rank={v_rank}. weights.rank={w_rank}. "
+                             f"values.shape={values.shape}. weights.shape={weights.shape}.")
+        w_dims, v_dims = weights.shape.as_list(), values.shape.as_list()
+        if None not in w_dims and None not in v_dims:
+            for i, (w, v) in enumerate(zip(w_dims, v_dims)):
+                if w not in (1, v):
+                    raise ValueError(f"{_BROADCAST_ERROR} Mismatch at dim {i}. values.shape={v_dims} "
+                                     f"weights.shape={w_dims}.")
+            return no_op(name="static_dims_check_success")
+        return no_op(name="dynamic_check_deferred")
+
+
+def broadcast_weights(weights, values) -> Tensor:
+    """`weights` broadcast to the shape of `values` (`weights * ones_like(values)`), or as they are when the static
+    shapes already match."""
+    with name_scope(None, "broadcast_weights", [weights, values]) as scope:
+        values = convert_to_tensor(values, name="values")
+        weights = convert_to_tensor(weights, dtype=values.dtype.base_dtype, name="weights")
+        if (weights.shape.is_fully_defined() and values.shape.is_fully_defined()
+                and weights.shape.is_compatible_with(values.shape)):
+            return weights
+        with control_dependencies([assert_broadcastable(weights, values)]):
+            return math_ops.multiply(weights, array_ops.ones_like(values), name=scope)
+
+
+def remove_squeezable_dimensions(labels, predictions, expected_rank_diff: int = 0, name=None):
+    """Squeeze the last dim of `predictions` or `labels` (if it is 1) when their ranks differ from
+    `expected_rank_diff` by one (static ranks only). Returns (labels, predictions)."""
+    with name_scope(name, "remove_squeezable_dimensions", [labels, predictions]):
+        predictions = convert_to_tensor(predictions)
+        labels = convert_to_tensor(labels)
+        p_shape, l_shape = predictions.shape, labels.shape
+        if p_shape.ndims is not None and l_shape.ndims is not None:
+            rank_diff = p_shape.ndims - l_shape.ndims
+            if rank_diff == expected_rank_diff + 1 and p_shape.dims[-1].is_compatible_with(1):
+                predictions = array_ops.squeeze(predictions, [-1])
+            elif rank_diff == expected_rank_diff - 1 and l_shape.dims[-1].is_compatible_with(1):
+                labels = array_ops.squeeze(labels, [-1])
+        return labels, predictions
+
+
+def _squeeze_weights(labels: Tensor, predictions: Tensor, weights, expected_rank_diff: int):
+    """remove_squeezable_dimensions, then squeeze `weights` when its rank is one more than the labels'."""
+    labels, predictions = remove_squeezable_dimensions(labels, predictions, expected_rank_diff)
+    if weights is not None:
+        weights = convert_to_tensor(weights)
+        w_rank, l_rank = weights.shape.ndims, labels.shape.ndims
+        if w_rank is not None and l_rank is not None and w_rank - l_rank == 1:
+            weights = array_ops.squeeze(weights, [-1])
+    return labels, predictions, weights
+
+
+# --- reduction -------------------------------------------------------------------------------------------------------
+def safe_div(numerator: Tensor, denominator: Tensor, name: str = "value") -> Tensor:
+    """numerator / denominator, 0 where the denominator is not positive (TF1's _safe_div; no NaN in gradients)."""
+    ones_where_zero = selection_ops.where(math_ops.equal(denominator, 0), array_ops.ones_like(denominator), denominator)
+    return selection_ops.where(math_ops.greater(denominator, 0), math_ops.div(numerator, ones_where_zero),
+                           array_ops.zeros_like(numerator), name=name)
+
+
+def _safe_mean(losses: Tensor, num_present: Tensor) -> Tensor:
+    return safe_div(math_ops.reduce_sum(losses), num_present)
+
+
+def _num_elements(losses: Tensor) -> Tensor:
+    with name_scope(None, "num_elements", [losses]) as scope:
+        return math_ops.cast(array_ops.size(losses, name=scope), dtype=losses.dtype)
+
+
+def _num_present(losses: Tensor, weights, per_batch: bool = False) -> Tensor:
+    """How many losses have a nonzero weight (weights broadcast to the losses), in total or per batch row."""
+    if isinstance(weights, float) and weights != 0.0:
+        return _num_elements(losses)
+    with name_scope(None, "num_present", [losses, weights]) as scope:
+        weights = math_ops.to_float(weights)
+        present = selection_ops.where(math_ops.equal(weights, 0.0), array_ops.zeros_like(weights),
+                                  array_ops.ones_like(weights))
+        present = broadcast_weights(present, losses)
+        if per_batch:
+            return math_ops.reduce_sum(present, axis=math_ops.range(1, array_ops.rank(present)), keepdims=True,
+                                       name=scope)
+        return math_ops.reduce_sum(present, name=scope)
+
+
+def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """`losses * weights`, reduced by `reduction` and cast back to the losses' dtype; added to `loss_collection`.
+
+    Args:
+      losses: `Tensor` of shape `[batch_size, d1, ... dN]`.
+      weights: rank 0, or the rank of `losses` with each dim 1 or equal to the losses' dim.
+      scope: name scope of the ops (default "weighted_loss").
+      loss_collection: collection the loss is added to (None or "" adds it nowhere).
+      reduction: a `Reduction` key.
+
+    Returns:
+      The losses' shape for Reduction.NONE, else a scalar.
+
+    Raises:
+      ValueError: an unknown `reduction`, or `weights` that do not broadcast to `losses`.
+    """
+    Reduction.validate(reduction)
+    with name_scope(scope, "weighted_loss", [losses, weights]):
+        with control_dependencies([assert_broadcastable(weights, losses)]):
+            losses = convert_to_tensor(losses)
+            input_dtype = losses.dtype.base_dtype
+            losses = math_ops.to_float(losses)
+            weights = math_ops.to_float(weights)
+            weighted_losses = math_ops.multiply(losses, weights)
+            if reduction == Reduction.NONE:
+                loss = weighted_losses
+            else:
+                loss = math_ops.reduce_sum(weighted_losses)
+                if reduction == Reduction.MEAN:
+                    loss = _safe_mean(loss, math_ops.reduce_sum(array_ops.ones_like(losses) * weights))
+                elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
+                    loss = _safe_mean(loss, _num_present(losses, weights))
+                elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
+                    loss = _safe_mean(loss, _num_elements(losses))
+            loss = math_ops.cast(loss, input_dtype)
+            add_loss(loss, loss_collection)
+            return loss
+
+
+# --- the losses --------------------------------------------------------------------------------------------------
+def _check_not_none(**values) -> None:
+    for arg, value in values.items():
+        if value is None:
+            raise ValueError(f"{arg} must not be None.")
+
+
+def _float_pair(labels, predictions) -> tuple[Tensor, Tensor]:
+    """Both as float32, with static shapes that must be compatible (ValueError otherwise)."""
+    predictions = math_ops.to_float(predictions)
+    labels = math_ops.to_float(labels)
+    predictions.shape.assert_is_compatible_with(labels.shape)
+    return labels, predictions
+
+
+def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted |predictions - labels| (tf.losses.absolute_difference)."""
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "absolute_difference", [predictions, labels, weights]) as scope:
+        labels, predictions = _float_pair(labels, predictions)
+        losses = math_ops.abs(math_ops.subtract(predictions, labels))
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+                       reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted (predictions - labels)**2 (tf.losses.mean_squared_error)."""
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "mean_squared_error", [predictions, labels, weights]) as scope:
+        labels, predictions = _float_pair(labels, predictions)
+        losses = math_ops.squared_difference(predictions, labels)
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def log_loss(labels, predictions, weights=1.0, epsilon: float = 1e-7, scope=None, loss_collection=GraphKeys.LOSSES,
+             reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted -y*log(p + eps) - (1-y)*log(1 - p + eps) (tf.losses.log_loss)."""
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "log_loss", [predictions, labels, weights]) as scope:
+        labels, predictions = _float_pair(labels, predictions)
+        losses = (-math_ops.multiply(labels, math_ops.log(predictions + epsilon))
+                  - math_ops.multiply((1 - labels), math_ops.log(1 - predictions + epsilon)))
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted max(0, 1 - (2*labels - 1) * logits) for 0/1 labels (tf.losses.hinge_loss)."""
+    _check_not_none(labels=labels, logits=logits)
+    with name_scope(scope, "hinge_loss", [logits, labels, weights]) as scope:
+        labels, logits = _float_pair(labels, logits)
+        all_ones = array_ops.ones_like(labels)
+        labels = math_ops.subtract(2 * labels, all_ones)
+        losses = math_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(labels, logits)))
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def huber_loss(labels, predictions, weights=1.0, delta: float = 1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted Huber loss: 0.5*x**2 for |x| <= delta, else 0.5*delta**2 + delta*(|x| - delta)."""
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "huber_loss", [predictions, labels, weights]) as scope:
+        labels, predictions = _float_pair(labels, predictions)
+        abs_error = math_ops.abs(math_ops.subtract(predictions, labels))
+        quadratic = math_ops.minimum(abs_error, delta)
+        linear = math_ops.subtract(abs_error, quadratic)  # not maximum(abs_error - delta, 0): gradient 0 at delta
+        losses = math_ops.add(math_ops.multiply(convert_to_tensor(0.5, dtype=quadratic.dtype),
+                                                math_ops.multiply(quadratic, quadratic)),
+                              math_ops.multiply(delta, linear))
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+                    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS, dim=None) -> Tensor:
+    """Weighted 1 - sum(labels * predictions, axis) for unit-normalized inputs (`dim` is the old name of `axis`)."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("Cannot specify both 'axis' and 'dim'")
+        axis = dim
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "cosine_distance_loss", [predictions, labels, weights]) as scope:
+        labels, predictions = _float_pair(labels, predictions)
+        radial_diffs = math_ops.multiply(predictions, labels)
+        losses = 1 - math_ops.reduce_sum(radial_diffs, axis=(axis,), keepdims=True)
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+                                reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Mean over pairs (i, j) within each batch row of ((p_i - p_j) - (y_i - y_j))**2, weighted per row."""
+    _check_not_none(labels=labels, predictions=predictions)
+    with name_scope(scope, "mean_pairwise_squared_error", [predictions, labels, weights]) as scope:
+        weights = math_ops.to_float(weights)
+        labels = math_ops.to_float(labels)
+        with control_dependencies([assert_broadcastable(weights, labels)]):
+            predictions = math_ops.to_float(predictions)
+            predictions.shape.assert_is_compatible_with(labels.shape)
+            diffs = math_ops.subtract(predictions, labels)
+            num_present_per_batch = _num_present(diffs, weights, per_batch=True)
+            reduction_axes = math_ops.range(1, array_ops.rank(diffs))
+            sum_squares_diff_per_batch = math_ops.reduce_sum(math_ops.square(diffs), axis=reduction_axes,
+                                                             keepdims=True)
+            term1 = 2.0 * safe_div(sum_squares_diff_per_batch, num_present_per_batch - 1)
+            sum_diff = math_ops.reduce_sum(diffs, axis=reduction_axes, keepdims=True)
+            term2 = 2.0 * safe_div(math_ops.square(sum_diff),
+                                   math_ops.multiply(num_present_per_batch, num_present_per_batch - 1))
+            return compute_weighted_loss(term1 - term2, weights, scope, loss_collection, reduction=reduction)
+
+
+def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0, scope=None,
+                          loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted tf.nn.sigmoid_cross_entropy_with_logits; labels smoothed towards 1/2 by `label_smoothing`."""
+    _check_not_none(multi_class_labels=multi_class_labels, logits=logits)
+    with name_scope(scope, "sigmoid_cross_entropy_loss", [logits, multi_class_labels, weights]) as scope:
+        logits = convert_to_tensor(logits)
+        multi_class_labels = math_ops.cast(multi_class_labels, logits.dtype)
+        logits.shape.assert_is_compatible_with(multi_class_labels.shape)
+        if label_smoothing > 0:
+            multi_class_labels = multi_class_labels * (1 - label_smoothing) + 0.5 * label_smoothing
+        losses = nn_impl.sigmoid_cross_entropy_with_logits(labels=multi_class_labels, logits=logits,
+                                                                   name="xentropy")
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0, scope=None,
+                          loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted tf.nn.softmax_cross_entropy_with_logits_v2 (labels not differentiated); labels smoothed towards
+    1/num_classes by `label_smoothing`. `weights` are per example: rank 0 or [batch_size]."""
+    _check_not_none(onehot_labels=onehot_labels, logits=logits)
+    with name_scope(scope, "softmax_cross_entropy_loss", [logits, onehot_labels, weights]) as scope:
+        logits = convert_to_tensor(logits)
+        onehot_labels = math_ops.cast(onehot_labels, logits.dtype)
+        logits.shape.assert_is_compatible_with(onehot_labels.shape)
+        if label_smoothing > 0:
+            num_classes = math_ops.cast(array_ops.shape(onehot_labels)[1], logits.dtype)
+            smooth_positives = 1.0 - label_smoothing
+            smooth_negatives = label_smoothing / num_classes
+            onehot_labels = onehot_labels * smooth_positives + smooth_negatives
+        onehot_labels = array_ops.stop_gradient(onehot_labels, name="labels_stop_gradient")
+        losses = cross_entropy_ops.softmax_cross_entropy_with_logits_v2(labels=onehot_labels, logits=logits,
+                                                                      name="xentropy")
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+                                 reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Weighted tf.nn.sparse_softmax_cross_entropy_with_logits: `labels` are class ids, one rank below `logits`
+    (a trailing dim of 1 on labels or weights is squeezed away)."""
+    _check_not_none(labels=labels, logits=logits)
+    with name_scope(scope, "sparse_softmax_cross_entropy_loss", [logits, labels, weights]) as scope:
+        labels, logits, weights = _squeeze_weights(labels, logits, weights, expected_rank_diff=1)
+        losses = cross_entropy_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+# --- the LOSSES collection (TF's losses/util.py) -------------------------------------------------------------------
+def add_loss(loss, loss_collection=GraphKeys.LOSSES) -> None:
+    """Add `loss` to `loss_collection` (nothing when it is None or empty)."""
+    if loss_collection:
+        add_to_collection(loss_collection, loss)
+
+
+def get_losses(scope=None, loss_collection=GraphKeys.LOSSES) -> list:
+    """The losses in `loss_collection` whose names match `scope`."""
+    return get_collection(loss_collection, scope)
+
+
+def get_regularization_losses(scope=None) -> list:
+    """The tensors in GraphKeys.REGULARIZATION_LOSSES (variable regularizers put them there)."""
+    return get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
+
+
+def get_regularization_loss(scope=None, name: str = "total_regularization_loss") -> Tensor:
+    """The sum of the regularization losses, or a 0.0 constant when there are none."""
+    losses = get_regularization_losses(scope)
+    if losses:
+        return math_ops.add_n(losses, name=name)
+    return constant(0.0)
+
+
+def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss", scope=None) -> Tensor:
+    """The sum of the LOSSES collection, plus the regularization losses unless told otherwise.
+
+    Raises:
+      ValueError: no losses to add up (as TF's add_n of an empty list).
+    """
+    losses = get_losses(scope=scope)
+    if add_regularization_losses:
+        losses += get_regularization_losses(scope=scope)
+    return math_ops.add_n(losses, name=name)
+
+
+__all__ = ["Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance",
+           "get_losses", "get_regularization_loss", "get_regularization_losses", "get_total_loss", "hinge_loss",
+           "huber_loss", "log_loss", "mean_pairwise_squared_error", "mean_squared_error", "sigmoid_cross_entropy",
+           "softmax_cross_entropy", "sparse_softmax_cross_entropy"]
