@@ -22,7 +22,9 @@ from adplace.framework.session_stack import get_default_session
 from adplace.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import Dimension, TensorShape
 from adplace.gradients import AggregationMethod, UnconnectedGradients, gradients
-from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - registers the NumPy kernels
+from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - constant, array, random and NoOp kernels
+from adplace.kernels import math as _math_kernels  # noqa: F401 - elementwise, matmul, reduction, cast, ... kernels
+from adplace.kernels import state as _state_kernels  # noqa: F401 - variable and training-op kernels
 from adplace.kernels import conv as _conv_kernels  # noqa: F401 - registers the conv and pooling kernels
 from adplace.kernels import nn as _nn_kernels  # noqa: F401 - registers the nn ops' kernels
 from adplace.kernels import array as _array_kernels  # noqa: F401 - gather, one_hot, pad, ... kernels
@@ -40,9 +42,12 @@ from adplace.ops.sort_ops import unique
 from adplace.ops.math_ops import (acos, acosh, asin, asinh, atan, atan2, atanh, cosh, digamma, div_no_nan, erf,
                                   erfc, expm1, lgamma, log_sigmoid, polygamma, realdiv, rint, round, saturate_cast,  # noqa: A004
                                   sinh, to_double, to_int32, to_int64, truncatediv, truncatemod)
-from adplace.ops.math_ops import (argmax, argmin, count_nonzero, is_finite, is_inf, is_nan, logical_and, logical_not,
-                                  logical_or, logical_xor, reduce_all, reduce_any, reduce_logsumexp, unsorted_segment_sum)
-from adplace.ops import math_ops as _math_ops
+from adplace.ops.math_ops import is_finite, is_inf, is_nan
+from adplace.ops.logical_ops import logical_and, logical_not, logical_or, logical_xor
+from adplace.ops.reduction_ops import (argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp,
+                                       reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)
+from adplace.ops.segment_ops import unsorted_segment_sum
+from adplace.ops import logical_ops as _logical_ops
 from adplace import compat
 from adplace.compat import disable_eager_execution, disable_v2_behavior, executing_eagerly
 from adplace.framework.random_seed import get_seed
@@ -59,9 +64,9 @@ from adplace.ops.init_ops import (constant_initializer, glorot_normal_initialize
                                   truncated_normal_initializer, variance_scaling_initializer, zeros_initializer)
 from adplace.ops.math_ops import (abs, add, add_n, cast, ceil, cos, cumprod, cumsum, div, divide, equal, exp, floor, floordiv,  # noqa: A004
                                   floormod, greater, greater_equal, less, less_equal, log, log1p, matmul, maximum,
-                                  minimum, multiply, negative, not_equal, pow, range, reciprocal, reduce_max,
-                                  reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, rsqrt, sigmoid, sign, sin,
-                                  sqrt, square, squared_difference, subtract, tan, tanh, to_float, truediv)
+                                  minimum, multiply, negative, not_equal, pow, range, reciprocal, relu, rsqrt,
+                                  sigmoid, sign, sin, sqrt, square, squared_difference, subtract, tan, tanh, to_float,
+                                  truediv)
 from adplace.ops.random_ops import random_normal, random_uniform, truncated_normal
 from adplace.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from adplace.ops.variables import (Variable, all_variables, global_variables, global_variables_initializer,
@@ -95,9 +100,9 @@ mod = floormod
 random = _types.SimpleNamespace(uniform=random_uniform, normal=random_normal, truncated_normal=truncated_normal,
                                 set_random_seed=set_random_seed, get_seed=get_seed, shuffle=random_shuffle,
                                 categorical=_categorical, multinomial=multinomial)
-bitwise = _types.SimpleNamespace(bitwise_and=_math_ops.bitwise_and, bitwise_or=_math_ops.bitwise_or,
-                                 bitwise_xor=_math_ops.bitwise_xor, invert=_math_ops.invert,
-                                 left_shift=_math_ops.left_shift, right_shift=_math_ops.right_shift)
+bitwise = _types.SimpleNamespace(bitwise_and=_logical_ops.bitwise_and, bitwise_or=_logical_ops.bitwise_or,
+                                 bitwise_xor=_logical_ops.bitwise_xor, invert=_logical_ops.invert,
+                                 left_shift=_logical_ops.left_shift, right_shift=_logical_ops.right_shift)
 from adplace import test  # tf.test: TestCase, main, compute_gradient(_error), is_gpu_available, Benchmark, mock
 
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from adplace import flags
+from adplace import flag_parsers, flags
 
 __all__ = ["flags", "run"]
 
@@ -41,12 +41,12 @@ class _HelpFlag(flags.Flag):
 
     def __init__(self, name: str = "help", short_name: str | None = "?", shorthelp: bool = True,
                  help_string: str = "show this help"):
-        super().__init__(flags.BooleanParser(), name, False, help_string, short_name=short_name, boolean=True,
+        super().__init__(flag_parsers.BooleanParser(), name, False, help_string, short_name=short_name, boolean=True,
                          module_name="adplace.app")
         self._shorthelp = shorthelp
 
     def parse(self, argument) -> None:
-        if flags.parse_bool(argument):
+        if flag_parsers.parse_bool(argument):
             _usage(self._shorthelp)
             if self._shorthelp:
                 print("\nTry --helpfull to get a list of all flags.")

@@ -9,13 +9,15 @@ from adplace.ops.math_ops import (acos, acosh, asin, asinh, atan, atan2, atanh, 
                                   truncatediv, truncatemod)
 from adplace.ops.array_ops import invert_permutation
 from adplace.ops.check_ops import is_non_decreasing, is_strictly_increasing
-from adplace.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero, cumprod,  # noqa: A004
-                                  cumsum, divide, equal, exp, floor, floordiv, floormod, greater, greater_equal,
-                                  is_finite, is_inf, is_nan, less, less_equal, log, log1p, logical_and, logical_not,
-                                  logical_or, logical_xor, maximum, minimum, multiply, negative, not_equal, pow,
-                                  reciprocal, reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean,
-                                  reduce_min, reduce_prod, reduce_sum, rsqrt, sigmoid, sign, sin, sqrt, square,
-                                  squared_difference, subtract, tan, tanh, truediv, unsorted_segment_sum)
+from adplace.ops.logical_ops import logical_and, logical_not, logical_or, logical_xor
+from adplace.ops.math_ops import (abs, add, add_n, ceil, cos, cumprod, cumsum, divide, equal, exp, floor,  # noqa: A004
+                                  floordiv, floormod, greater, greater_equal, is_finite, is_inf, is_nan, less,
+                                  less_equal, log, log1p, maximum, minimum, multiply, negative, not_equal, pow,
+                                  reciprocal, rsqrt, sigmoid, sign, sin, sqrt, square, squared_difference, subtract,
+                                  tan, tanh, truediv)
+from adplace.ops.reduction_ops import (argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp,
+                                       reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)
+from adplace.ops.segment_ops import unsorted_segment_sum
 
 mod = floormod
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import adplace as tf
-from adplace.kernels.cpu import fixed
+from adplace.kernels.registration import fixed
 from adplace.ops.op_builder import apply_op_1
 
 def run(fetches, feed_dict=None):

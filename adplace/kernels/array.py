@@ -12,7 +12,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
-from adplace.kernels.cpu import GPU_ALL, NO_GPU, _axes, _outputs, kernel, with_xp
+from adplace.kernels.registration import GPU_ALL, NO_GPU, int_tuple, kernel, multi_output, with_xp
 
 INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
 
@@ -35,7 +35,7 @@ def _gather(op, ctx):
 
     def gather(params, indices, axis):
         params = xp.asarray(params)
-        axis = _axes(axis)[0]
+        axis = int_tuple(axis)[0]
         if not -params.ndim <= axis < params.ndim:
             raise InvalidArgumentError(None, op, f"Expected axis in the range [{-params.ndim}, {params.ndim}), but "
                                        f"got {axis}")
@@ -76,7 +76,7 @@ def _one_hot(op, ctx):
     axis, xp = op._attrs["axis"], ctx.xp
 
     def one_hot(indices, depth, on_value, off_value):
-        indices, depth = xp.asarray(indices), int(_axes(depth)[0])
+        indices, depth = xp.asarray(indices), int(int_tuple(depth)[0])
         if depth < 0:
             raise InvalidArgumentError(None, op, f"depth must be non-negative, got: {depth}")
         at = indices.ndim if axis == -1 else axis
@@ -95,7 +95,7 @@ def _slice(op, ctx):
 
     def slice_(x, begin, size):
         x = xp.asarray(x)
-        begin, size = _axes(begin), _axes(size)
+        begin, size = int_tuple(begin), int_tuple(size)
         if len(begin) != x.ndim or len(size) != x.ndim:
             raise InvalidArgumentError(None, op, f"Expected begin and size arguments to be 1-D tensors of size "
                                        f"{x.ndim}, but got shapes [{len(begin)}] and [{len(size)}] instead.")
@@ -112,7 +112,7 @@ def _slice(op, ctx):
 
 
 def _pairs(paddings, ndim: int, op) -> list:
-    pairs = [tuple(int(v) for v in row) for row in np.asarray(_axes(paddings)).reshape(-1, 2)]
+    pairs = [tuple(int(v) for v in row) for row in np.asarray(int_tuple(paddings)).reshape(-1, 2)]
     if len(pairs) != ndim:
         raise InvalidArgumentError(None, op, f"The first dimension of paddings must be the rank of inputs"
                                    f"[{len(pairs)},2] [{ndim}]")
@@ -177,8 +177,8 @@ def _mirror_pad_grad(op, ctx):
     return mirror_pad_grad
 
 
-kernel("ReverseV2", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, axis: xp.flip(x, axis=_axes(axis))
-                                               if _axes(axis) else x))
+kernel("ReverseV2", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, axis: xp.flip(x, axis=int_tuple(axis))
+                                               if int_tuple(axis) else x))
 
 
 @kernel("IdentityN", None, None)
@@ -193,7 +193,7 @@ def _unsorted_segment_sum(op, ctx):
 
     def unsorted_segment_sum(data, segment_ids, num_segments):
         data, ids = xp.asarray(data), xp.asarray(segment_ids)
-        rows = int(_axes(num_segments)[0])
+        rows = int(int_tuple(num_segments)[0])
         if data.shape[:ids.ndim] != ids.shape:
             raise InvalidArgumentError(None, op, f"data.shape = {list(data.shape)} does not start with "
                                        f"segment_ids.shape = {list(ids.shape)}")
@@ -216,7 +216,7 @@ def _arg_reduction(name: str):
         fn = getattr(xp, name)
 
         def arg_reduction(x, dimension):
-            x, axis = xp.asarray(x), int(_axes(dimension)[0])
+            x, axis = xp.asarray(x), int(int_tuple(dimension)[0])
             if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
                 raise InvalidArgumentError(None, op, f"Expected dimension in the range [{-x.ndim}, {x.ndim}), but "
                                            f"got {axis}")
@@ -245,13 +245,13 @@ for _op_type, _fn in (("IsFinite", "isfinite"), ("IsNan", "isnan"), ("IsInf", "i
 @kernel("Any", {_dtypes.bool}, {_dtypes.bool})
 def _any(op, ctx):
     keep, xp = op._attrs["keep_dims"], ctx.xp
-    return lambda x, axis: xp.any(x, axis=_axes(axis), keepdims=keep)
+    return lambda x, axis: xp.any(x, axis=int_tuple(axis), keepdims=keep)
 
 
 @kernel("All", {_dtypes.bool}, {_dtypes.bool})
 def _all(op, ctx):
     keep, xp = op._attrs["keep_dims"], ctx.xp
-    return lambda x, axis: xp.all(x, axis=_axes(axis), keepdims=keep)
+    return lambda x, axis: xp.all(x, axis=int_tuple(axis), keepdims=keep)
 
 
 
@@ -293,7 +293,7 @@ kernel("PlaceholderWithDefault", gpu_types=GPU_ALL)(lambda op, ctx: lambda x: x)
 @kernel("ShapeN", gpu_types=GPU_ALL)
 def _shape_n(op, ctx):
     out, xp = op._attrs["out_type"].as_numpy_dtype, ctx.xp
-    return lambda *xs: _outputs(tuple(np.array(xp.shape(x), dtype=out) for x in xs))
+    return lambda *xs: multi_output(tuple(np.array(xp.shape(x), dtype=out) for x in xs))
 
 
 @kernel("BroadcastTo", gpu_types=GPU_ALL)
@@ -301,7 +301,7 @@ def _broadcast_to(op, ctx):
     xp = ctx.xp
 
     def broadcast_to(x, shape):
-        x, dims = xp.asarray(x), _axes(shape)
+        x, dims = xp.asarray(x), int_tuple(shape)
         try:
             return xp.broadcast_to(x, dims)
         except ValueError:
@@ -319,10 +319,10 @@ def _lin_space(op, ctx):
         for arg, value in (("start", start), ("stop", stop), ("num", num)):
             if np.ndim(value):
                 raise InvalidArgumentError(None, op, f"{arg} must be a scalar, not shape {dims_text(np.shape(value))}")
-        n = int(_axes(num)[0])
+        n = int(int_tuple(num)[0])
         if n <= 0:
             raise InvalidArgumentError(None, op, f"Requires num > 0: {n}")
-        start, stop = dtype(_axes(start)[0]), dtype(_axes(stop)[0])
+        start, stop = dtype(int_tuple(start)[0]), dtype(int_tuple(stop)[0])
         step = (stop - start) / dtype(max(n - 1, 1))
         out = xp.arange(n, dtype=dtype) * step + start
         return out if n == 1 else xp.concatenate([out[:-1], xp.full((1,), stop, dtype=dtype)])
@@ -335,7 +335,7 @@ def _top_k(op, ctx):
     xp = ctx.xp
 
     def top_k(x, k):
-        x, k = xp.asarray(x), int(_axes(k)[0])
+        x, k = xp.asarray(x), int(int_tuple(k)[0])
         if x.ndim < 1:
             raise InvalidArgumentError(None, op, f"input must be >= 1-D, got shape {dims_text(x.shape)}")
         if k < 0:

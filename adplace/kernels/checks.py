@@ -16,7 +16,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
-from adplace.kernels.cpu import NO_GPU, kernel
+from adplace.kernels.registration import NO_GPU, kernel
 
 _ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord("\\"): "\\\\", ord('"'): '\\"', ord("'"): "\\'"}
 

@@ -16,7 +16,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError, UnimplementedError
 from adplace.framework.tensor_shape import dims_text
-from adplace.kernels.cpu import _axes, kernel
+from adplace.kernels.registration import int_tuple, kernel
 
 FLOAT = _dtypes.FLOATING
 MAX_POOL_CPU = _dtypes.FLOATING | _dtypes.INTEGER
@@ -144,7 +144,7 @@ def _check_4d(op, x, what: str) -> None:
 
 
 def _sizes(op, sizes, label: str, what: str) -> tuple:
-    values = _axes(sizes)
+    values = int_tuple(sizes)
     if len(values) != 4:
         raise InvalidArgumentError(None, op, f"{label}: {what} must have 4 elements, got {dims_text(values)}")
     return values
@@ -301,17 +301,26 @@ def _first_max_taps(xp, spec: _Spec, x, y):
         yield hs, ws, hit
 
 
+def _max_pool_grad_inputs(xp, spec: _Spec, x, y, grad, grad_name: str, like_output: bool) -> tuple:
+    """MaxPoolGrad's and MaxPoolGradGrad's inputs in NHWC, after TF's checks: all 4-D, and the gradient shaped like
+    the pooled output y (MaxPoolGrad) or like the input x (MaxPoolGradGrad)."""
+    op = spec.op
+    for t, what in ((x, "orig_input"), (y, "orig_output"), (grad, grad_name)):
+        _check_4d(op, t, what)
+    x, y, grad = spec.to_nhwc(xp, x), spec.to_nhwc(xp, y), spec.to_nhwc(xp, grad)
+    expected = y.shape if like_output else x.shape
+    if grad.shape != expected:
+        raise InvalidArgumentError(None, op, f"Expected grad shape to be {dims_text(expected)}, but got "
+                                   f"{dims_text(grad.shape)}")
+    return x, y, grad
+
+
 @kernel("MaxPoolGrad", MAX_POOL_CPU, FLOAT)
 def _max_pool_grad(op, ctx):
     spec, xp = _Spec(op, "ksize"), ctx.xp
 
     def max_pool_grad(x, y, dy):
-        for t, what in ((x, "orig_input"), (y, "orig_output"), (dy, "out_backprop")):
-            _check_4d(op, t, what)
-        x, y, dy = spec.to_nhwc(xp, x), spec.to_nhwc(xp, y), spec.to_nhwc(xp, dy)
-        if dy.shape != y.shape:
-            raise InvalidArgumentError(None, op, f"Expected grad shape to be {dims_text(y.shape)}, but got "
-                                       f"{dims_text(dy.shape)}")
+        x, y, dy = _max_pool_grad_inputs(xp, spec, x, y, dy, "out_backprop", like_output=True)
         n, h, w, c = x.shape
         g = spec.geometry(h, w, spec.ksize)
         grad = xp.zeros((n, *g.padded_hw(h, w), c), dy.dtype)
@@ -327,12 +336,7 @@ def _max_pool_grad_grad(op, ctx):
     spec, xp = _Spec(op, "ksize"), ctx.xp
 
     def max_pool_grad_grad(x, y, grad):
-        for t, what in ((x, "orig_input"), (y, "orig_output"), (grad, "grad")):
-            _check_4d(op, t, what)
-        x, y, grad = spec.to_nhwc(xp, x), spec.to_nhwc(xp, y), spec.to_nhwc(xp, grad)
-        if grad.shape != x.shape:
-            raise InvalidArgumentError(None, op, f"Expected grad shape to be {dims_text(x.shape)}, but got "
-                                       f"{dims_text(grad.shape)}")
+        x, y, grad = _max_pool_grad_inputs(xp, spec, x, y, grad, "grad", like_output=False)
         g = spec.geometry(x.shape[1], x.shape[2], spec.ksize)
         out = xp.zeros(y.shape, grad.dtype)
         if y.size:

@@ -1,7 +1,8 @@
 """CUDA GPUs through CuPy: kernels, one stream per device, transfers, GPU memory options and CUDA-event timing.
 
-The kernels themselves are those of adplace.kernels.cpu, built with CuPy as their array module: this module gives
-them a context whose `xp` is CuPy and runs each one on its device's stream. What is GPU-specific lives here:
+The kernels themselves are those of adplace.kernels (cpu.py, math.py, state.py, ...), built with CuPy as their
+array module: this module gives them a context whose `xp` is CuPy and runs each one on its device's stream. What is
+GPU-specific lives here:
 
 - TF's host-memory rule: int32 (and string) tensors of a GPU op stay in host memory as NumPy arrays, so shapes,
   axes and int32 arithmetic never cross the bus (TF's HostMemory kernels); every other value is a `cupy.ndarray`;

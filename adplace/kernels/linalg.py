@@ -14,7 +14,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
-from adplace.kernels.cpu import GPU_ALL, NO_GPU, _axes, kernel, with_xp
+from adplace.kernels.registration import GPU_ALL, NO_GPU, int_tuple, kernel, with_xp
 
 SOLVER_TYPES = frozenset({_dtypes.float32, _dtypes.float64, _dtypes.complex64, _dtypes.complex128})
 EIGH_TYPES = SOLVER_TYPES
@@ -80,7 +80,7 @@ def _matrix_band_part(op, ctx):
 
     def band_part(x, num_lower, num_upper):
         m, n = x.shape[-2:]
-        lower, upper = int(_axes(num_lower)[0]), int(_axes(num_upper)[0])
+        lower, upper = int(int_tuple(num_lower)[0]), int(int_tuple(num_upper)[0])
         if lower > m:
             raise InvalidArgumentError(None, op, f"num_lower must be negative or less or equal to number of rows "
                                        f"({m}) got: {lower}")

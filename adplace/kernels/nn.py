@@ -10,7 +10,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
-from adplace.kernels.cpu import NO_GPU, kernel, with_xp
+from adplace.kernels.registration import NO_GPU, kernel, with_xp
 
 FLOAT = _dtypes.FLOATING
 REAL = _dtypes.FLOATING | _dtypes.INTEGER
@@ -56,6 +56,28 @@ def _leaky_relu(op, ctx):
 def _leaky_relu_grad(op, ctx):
     alpha, xp = op._attrs["alpha"], ctx.xp
     return lambda dy, x: xp.where(x > 0, dy, dy * dy.dtype.type(alpha))
+
+
+# --- BiasAdd --------------------------------------------------------------------------------------------------------
+@kernel("BiasAdd", _dtypes.NUMERIC)
+def _bias_add(op, ctx):
+    channels_first, xp = op._attrs["data_format"] == "NCHW", ctx.xp
+
+    def bias_add(value, bias):
+        ndim = xp.ndim(value)
+        if ndim < 2:
+            raise InvalidArgumentError(None, op, f"Input tensor must be at least 2D: {dims_text(xp.shape(value))}")
+        if xp.ndim(bias) != 1:
+            raise InvalidArgumentError(None, op, f"Biases must be 1D: {dims_text(xp.shape(bias))}")
+        channel_axis = 1 if channels_first else ndim - 1
+        if xp.shape(bias)[0] != xp.shape(value)[channel_axis]:
+            raise InvalidArgumentError(None, op, f"Must provide as many biases as the last dimension of the input "
+                                       f"tensor: {dims_text(xp.shape(bias))} vs. {dims_text(xp.shape(value))}")
+        if channels_first:
+            bias = xp.reshape(bias, (-1,) + (1,) * (ndim - 2))
+        return xp.add(value, bias)
+    return bias_add
+
 
 
 # --- Softmax, LogSoftmax --------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 from adplace.framework.operation import Tensor
 from adplace.layers import conv_utils
 from adplace.layers.base import ZEROS, Layer
-from adplace.layers.core import add_activity_loss, get_activation
+from adplace.layers.core import add_activity_loss, set_kernel_options
 from adplace.ops import conv_ops, nn_ops
 
 
@@ -34,13 +34,8 @@ class Conv2D(Layer):
             raise ValueError("Causal padding is only supported for `Conv1D` and ``SeparableConv1D`.")
         self.data_format = conv_utils.normalize_data_format(data_format)
         self.dilation_rate = conv_utils.normalize_tuple(dilation_rate, 2, "dilation_rate")
-        self.activation = get_activation(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
-        self.activity_regularizer = activity_regularizer
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
-        self.kernel = self.bias = None
+        set_kernel_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                           bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     @property
     def _channel_axis(self) -> int:

@@ -29,6 +29,21 @@ def get_activation(activation):
     return activation
 
 
+def set_kernel_options(layer: Layer, activation, use_bias: bool, kernel_initializer, bias_initializer,
+                       kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                       bias_constraint) -> None:
+    """Store the options Dense and the conv layers share on `layer`: the activation (a Keras name resolved), whether
+    there is a bias, and the kernel's and bias's initializers, regularizers and constraints. `build` makes the
+    variables; until then `kernel` and `bias` are None."""
+    layer.activation = get_activation(activation)
+    layer.use_bias = use_bias
+    layer.kernel_initializer, layer.bias_initializer = kernel_initializer, bias_initializer
+    layer.kernel_regularizer, layer.bias_regularizer = kernel_regularizer, bias_regularizer
+    layer.activity_regularizer = activity_regularizer
+    layer.kernel_constraint, layer.bias_constraint = kernel_constraint, bias_constraint
+    layer.kernel = layer.bias = None
+
+
 def add_activity_loss(layer: Layer, outputs: Tensor) -> None:
     """Adds the layer's activity regularizer loss of `outputs`, divided by the batch size (Keras's batch-agnostic
     strength), to its losses and REGULARIZATION_LOSSES."""
@@ -47,13 +62,8 @@ class Dense(Layer):
                  name: str | None = None, **kwargs):
         super().__init__(trainable=trainable, name=name, **kwargs)
         self.units = int(units)
-        self.activation = get_activation(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
-        self.activity_regularizer = activity_regularizer
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
-        self.kernel = self.bias = None
+        set_kernel_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                           bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape) -> None:
         if not (self.dtype.is_floating or self.dtype.is_complex):

@@ -5,7 +5,7 @@ import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
-from adplace.ops import array_ops, math_ops, selection_ops, slicing_ops
+from adplace.ops import array_ops, math_ops, reduction_ops, segment_ops, selection_ops, slicing_ops
 from adplace.ops.array_ops import reshape, shape, shape_internal
 from adplace.ops.constant_op import constant
 from adplace.ops.selection_ops import where
@@ -41,7 +41,7 @@ def _transpose_grad(op, grad):
 
 @RegisterGradient("Fill")
 def _fill_grad(op, grad):
-    return [None, math_ops.reduce_sum(grad)]
+    return [None, reduction_ops.reduce_sum(grad)]
 
 
 # --- split / concat / stack ----------------------------------------------------------------------------------------
@@ -57,7 +57,7 @@ def _size_along(t, axis):
             return dims[axis]
         return shape(t)[axis]
     positions = math_ops.equal(math_ops.range(0, array_ops.rank(t)), axis)
-    return math_ops.reduce_sum(math_ops.multiply(shape(t), math_ops.cast(positions, _dtypes.int32)))
+    return reduction_ops.reduce_sum(math_ops.multiply(shape(t), math_ops.cast(positions, _dtypes.int32)))
 
 
 @RegisterGradient("ConcatV2")
@@ -97,7 +97,7 @@ def _tile_grad(op, grad):
     x, multiples = op._inputs  # int32 or int64 multiples: x's shape in the same dtype, as TF
     split_shape = reshape(array_ops.transpose(array_ops.stack([multiples, shape(x, out_type=multiples.dtype)])), [-1])
     axes = math_ops.range(0, array_ops.size(split_shape), 2)
-    return [reshape(math_ops.reduce_sum(reshape(grad, split_shape), axes), shape_internal(x)), None]
+    return [reshape(reduction_ops.reduce_sum(reshape(grad, split_shape), axes), shape_internal(x)), None]
 
 
 @RegisterGradient("Select")
@@ -127,9 +127,9 @@ def _gather_grad(op, grad):
                          "known rank; give them static shapes (tf.reshape or a placeholder shape).")
     axis = int(axis) % p_rank
     if axis == 0:
-        return [math_ops.unsorted_segment_sum(grad, indices, _dim_of(params, 0)), None, None]
+        return [segment_ops.unsorted_segment_sum(grad, indices, _dim_of(params, 0)), None, None]
     front = list(range(axis, axis + i_rank)) + list(range(axis)) + list(range(axis + i_rank, p_rank + i_rank - 1))
-    summed = math_ops.unsorted_segment_sum(array_ops.transpose(grad, front), indices, _dim_of(params, axis))
+    summed = segment_ops.unsorted_segment_sum(array_ops.transpose(grad, front), indices, _dim_of(params, axis))
     back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, p_rank))
     return [array_ops.transpose(summed, back), None, None]
 
@@ -192,5 +192,5 @@ def _top_k_grad(op, grad, _):
     rows = array_ops.size(x) // columns if x._shape.ndims != 1 else 1
     offsets = array_ops.expand_dims(math_ops.range(0, rows) * columns, -1)
     flat = reshape(reshape(indices, array_ops.stack([rows, -1])) + offsets, [-1])
-    placed = math_ops.unsorted_segment_sum(reshape(grad, [-1]), flat, array_ops.size(x))
+    placed = segment_ops.unsorted_segment_sum(reshape(grad, [-1]), flat, array_ops.size(x))
     return [reshape(placed, x_shape), None]

@@ -15,7 +15,7 @@ from adplace.framework.default_graph import colocate_with, control_dependencies,
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import NotDifferentiable, RegisterGradient, register_op
-from adplace.ops import array_ops, control_flow_ops, math_ops
+from adplace.ops import array_ops, control_flow_ops, logical_ops, math_ops, reduction_ops
 from adplace.ops.op_builder import apply_op, apply_op_1, check_dtype, constant_value
 
 NUMERIC_TYPES = frozenset({_dtypes.float32, _dtypes.float64, _dtypes.int8, _dtypes.int16, _dtypes.int32,
@@ -73,7 +73,7 @@ def _binary_assert(sym: str, opname: str, op_func, static_func, x, y, data, summ
         if data is None:
             data = [message, f"Condition x {sym} y did not hold element-wise:", f"x ({x.name}) = ", x,
                     f"y ({y.name}) = ", y]
-        condition = math_ops.reduce_all(op_func(x, y))
+        condition = reduction_ops.reduce_all(op_func(x, y))
         x_static, y_static = constant_value(x), constant_value(y)
         if x_static is not None and y_static is not None:
             _assert_static(bool(np.all(static_func(x_static, y_static))), data)
@@ -160,7 +160,7 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
                     f"y ({y.name}) = ", y]
         tol = atol + rtol * math_ops.abs(y)
         diff = math_ops.abs(x - y)
-        return Assert(math_ops.reduce_all(math_ops.less(diff, tol)), data, summarize=summarize)
+        return Assert(reduction_ops.reduce_all(math_ops.less(diff, tol)), data, summarize=summarize)
 
 
 # --- ranks and types ------------------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=
 def _dynamic_rank_in(actual, ranks):
     result = math_ops.equal(ranks[0], actual)
     for rank in ranks[1:]:
-        result = math_ops.logical_or(result, math_ops.equal(rank, actual))
+        result = logical_ops.logical_or(result, math_ops.equal(rank, actual))
     return result
 
 
@@ -281,14 +281,14 @@ def is_non_decreasing(x, name=None) -> Tensor:
     """Whether x[i] <= x[i + 1] for its elements in row-major order (tf.is_non_decreasing)."""
     with name_scope(name, "is_non_decreasing", [x]):
         diff = _monotonic_diff(x)
-        return math_ops.reduce_all(math_ops.less_equal(convert_to_tensor(0, dtype=diff.dtype), diff))
+        return reduction_ops.reduce_all(math_ops.less_equal(convert_to_tensor(0, dtype=diff.dtype), diff))
 
 
 def is_strictly_increasing(x, name=None) -> Tensor:
     """Whether x[i] < x[i + 1] for its elements in row-major order (tf.is_strictly_increasing)."""
     with name_scope(name, "is_strictly_increasing", [x]):
         diff = _monotonic_diff(x)
-        return math_ops.reduce_all(math_ops.less(convert_to_tensor(0, dtype=diff.dtype), diff))
+        return reduction_ops.reduce_all(math_ops.less(convert_to_tensor(0, dtype=diff.dtype), diff))
 
 
 # --- CheckNumerics ----------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
-from adplace.ops import array_ops, math_ops, nn_ops, selection_ops
+from adplace.ops import array_ops, math_ops, nn_ops, reduction_ops, selection_ops
 from adplace.ops.constant_op import constant
 
 
@@ -37,7 +37,7 @@ def clip_by_norm(t, clip_norm, axes=None, name: str | None = None) -> Tensor:
     t * clip_norm / max(l2norm(t), clip_norm). A zero tensor stays zero (no NaN, and a NaN-free gradient)."""
     with name_scope(name, "clip_by_norm", [t, clip_norm]) as scope:
         t = convert_to_tensor(t, name="t")
-        l2sum = math_ops.reduce_sum(t * t, axes, keepdims=True)
+        l2sum = reduction_ops.reduce_sum(t * t, axes, keepdims=True)
         positive = math_ops.greater(l2sum, 0)
         l2sum_safe = selection_ops.where(positive, l2sum, array_ops.ones_like(l2sum))
         l2norm = selection_ops.where(positive, math_ops.sqrt(l2sum_safe), l2sum)
@@ -61,7 +61,7 @@ def global_norm(t_list, name: str | None = None) -> Tensor:
     t_list = _checked_list(t_list)
     with name_scope(name, "global_norm", t_list):
         values = [convert_to_tensor(t, name=f"t_{i}") for i, t in enumerate(t_list) if t is not None]
-        half_squared_norm = math_ops.reduce_sum(array_ops.stack([nn_ops.l2_loss(v) for v in values]))
+        half_squared_norm = reduction_ops.reduce_sum(array_ops.stack([nn_ops.l2_loss(v) for v in values]))
         return math_ops.sqrt(half_squared_norm * constant(2.0, dtype=half_squared_norm.dtype), name="global_norm")
 
 
@@ -97,6 +97,6 @@ def clip_by_average_norm(t, clip_norm, name: str | None = None) -> Tensor:
     with name_scope(name, "clip_by_average_norm", [t, clip_norm]) as scope:
         t = convert_to_tensor(t, name="t")
         n_element = math_ops.cast(array_ops.size(t), t.dtype)
-        l2norm_inv = math_ops.rsqrt(math_ops.reduce_sum(t * t, math_ops.range(array_ops.rank(t))))
+        l2norm_inv = math_ops.rsqrt(reduction_ops.reduce_sum(t * t, math_ops.range(array_ops.rank(t))))
         scale = math_ops.minimum(l2norm_inv * n_element, constant(1.0, dtype=t.dtype) / clip_norm)
         return array_ops.identity(t * clip_norm * scale, name=scope)

@@ -14,7 +14,7 @@ from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import RegisterGradient, register_op
 from adplace.framework.tensor_shape import TensorShape, dims_text, unknown_shape
-from adplace.ops import array_ops, math_ops, slicing_ops
+from adplace.ops import array_ops, math_ops, reduction_ops, slicing_ops
 from adplace.ops.math_grad import sum_to_shape_of
 from adplace.ops.op_builder import apply_op_1, broadcast_dims, check_dtype, check_same_dtype, shapes_text
 
@@ -211,8 +211,8 @@ def _tensordot_reshape(a: Tensor, axes: list, flipped: bool = False) -> tuple[Te
         return (a_trans if a_trans.shape.as_list() == new_shape else array_ops.reshape(a_trans, new_shape)), free_dims
     shape_a = array_ops.shape(a)
     free_dims = slicing_ops.gather(shape_a, free)
-    prod_free = math_ops.reduce_prod(free_dims)
-    prod_axes = math_ops.reduce_prod(slicing_ops.gather(shape_a, axes))
+    prod_free = reduction_ops.reduce_prod(free_dims)
+    prod_axes = reduction_ops.reduce_prod(slicing_ops.gather(shape_a, axes))
     new_shape = array_ops.stack([prod_axes, prod_free] if flipped else [prod_free, prod_axes])
     return array_ops.reshape(a_trans, new_shape), free_dims
 

@@ -17,7 +17,7 @@ from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
-from adplace.ops import array_ops, math_ops
+from adplace.ops import array_ops, math_ops, reduction_ops
 from adplace.ops.op_builder import apply_op, apply_op_1, check_dtype, check_same_dtype, shapes_text
 
 SOLVER_TYPES = frozenset({_dtypes.float16, _dtypes.float32, _dtypes.float64, _dtypes.complex64, _dtypes.complex128})
@@ -303,7 +303,7 @@ def trace(x, name: str | None = None) -> Tensor:
     """The sum of the main diagonal of each matrix in `x` ([..., M, N] -> [...]) (tf.trace)."""
     with name_scope(name, "Trace", [x]) as scope:
         x = convert_to_tensor(x, name="x")
-        return math_ops.reduce_sum(matrix_diag_part(x), [-1], name=scope)
+        return reduction_ops.reduce_sum(matrix_diag_part(x), [-1], name=scope)
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dtypes.float32, name: str | None = None) -> Tensor:
@@ -373,20 +373,20 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name: str | None = N
         tensor = convert_to_tensor(tensor)
         axes = None if axis is None else list(axis)
         if ord in ("fro", "euclidean", 2, 2.0):
-            result = math_ops.sqrt(math_ops.reduce_sum(tensor * tensor, axes, keepdims=True))
+            result = math_ops.sqrt(reduction_ops.reduce_sum(tensor * tensor, axes, keepdims=True))
         else:
             result = math_ops.abs(tensor)
             if ord == 1:
-                result = math_ops.reduce_sum(result, None if axis is None else axis[0], keepdims=True)
+                result = reduction_ops.reduce_sum(result, None if axis is None else axis[0], keepdims=True)
                 if is_matrix_norm:
-                    result = math_ops.reduce_max(result, axis[-1], keepdims=True)
+                    result = reduction_ops.reduce_max(result, axis[-1], keepdims=True)
             elif ord == np.inf:
                 if is_matrix_norm:
-                    result = math_ops.reduce_sum(result, axis[1], keepdims=True)
-                result = math_ops.reduce_max(result, None if axis is None else axis[0], keepdims=True)
+                    result = reduction_ops.reduce_sum(result, axis[1], keepdims=True)
+                result = reduction_ops.reduce_max(result, None if axis is None else axis[0], keepdims=True)
             else:
                 p = convert_to_tensor(ord, dtype=tensor.dtype.base_dtype)
-                result = math_ops.pow(math_ops.reduce_sum(math_ops.pow(result, p), axes, keepdims=True), 1.0 / p)
+                result = math_ops.pow(reduction_ops.reduce_sum(math_ops.pow(result, p), axes, keepdims=True), 1.0 / p)
         if not keepdims:
             result = array_ops.squeeze(result, axes)
         return result
@@ -396,7 +396,7 @@ def logdet(matrix, name: str | None = None) -> Tensor:
     """log(det(matrix)) of Hermitian positive-definite matrices, through their Cholesky factor (tf.linalg.logdet)."""
     with name_scope(name, "logdet", [matrix]):
         chol = cholesky(matrix)
-        return 2.0 * math_ops.reduce_sum(math_ops.log(matrix_diag_part(chol)), axis=[-1])
+        return 2.0 * reduction_ops.reduce_sum(math_ops.log(matrix_diag_part(chol)), axis=[-1])
 
 
 def matvec(a, b, transpose_a: bool = False, adjoint_a: bool = False, a_is_sparse: bool = False,

@@ -18,7 +18,7 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import add_to_collection, control_dependencies, get_collection, name_scope
 from adplace.framework.graph import GraphKeys
 from adplace.framework.operation import Operation, Tensor
-from adplace.ops import array_ops, cross_entropy_ops, math_ops, nn_impl, selection_ops
+from adplace.ops import array_ops, cross_entropy_ops, math_ops, nn_impl, reduction_ops, selection_ops
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import no_op
 
@@ -124,7 +124,7 @@ def safe_div(numerator: Tensor, denominator: Tensor, name: str = "value") -> Ten
 
 
 def _safe_mean(losses: Tensor, num_present: Tensor) -> Tensor:
-    return safe_div(math_ops.reduce_sum(losses), num_present)
+    return safe_div(reduction_ops.reduce_sum(losses), num_present)
 
 
 def _num_elements(losses: Tensor) -> Tensor:
@@ -142,9 +142,9 @@ def _num_present(losses: Tensor, weights, per_batch: bool = False) -> Tensor:
                                   array_ops.ones_like(weights))
         present = broadcast_weights(present, losses)
         if per_batch:
-            return math_ops.reduce_sum(present, axis=math_ops.range(1, array_ops.rank(present)), keepdims=True,
-                                       name=scope)
-        return math_ops.reduce_sum(present, name=scope)
+            return reduction_ops.reduce_sum(present, axis=math_ops.range(1, array_ops.rank(present)),
+                                            keepdims=True, name=scope)
+        return reduction_ops.reduce_sum(present, name=scope)
 
 
 def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
@@ -175,9 +175,9 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
             if reduction == Reduction.NONE:
                 loss = weighted_losses
             else:
-                loss = math_ops.reduce_sum(weighted_losses)
+                loss = reduction_ops.reduce_sum(weighted_losses)
                 if reduction == Reduction.MEAN:
-                    loss = _safe_mean(loss, math_ops.reduce_sum(array_ops.ones_like(losses) * weights))
+                    loss = _safe_mean(loss, reduction_ops.reduce_sum(array_ops.ones_like(losses) * weights))
                 elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
                     loss = _safe_mean(loss, _num_present(losses, weights))
                 elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
@@ -202,62 +202,62 @@ def _float_pair(labels, predictions) -> tuple[Tensor, Tensor]:
     return labels, predictions
 
 
+def _pointwise_loss(default_name: str, labels, predictions, weights, scope, loss_collection, reduction, losses_of,
+                    predictions_arg: str = "predictions") -> Tensor:
+    """The frame of the losses of float labels and predictions: the None checks, the name scope, the float32 casts
+    and shape check, then `losses_of(labels, predictions)` weighted and reduced by compute_weighted_loss."""
+    _check_not_none(**{"labels": labels, predictions_arg: predictions})
+    with name_scope(scope, default_name, [predictions, labels, weights]) as scope:
+        labels, predictions = _float_pair(labels, predictions)
+        return compute_weighted_loss(losses_of(labels, predictions), weights, scope, loss_collection,
+                                     reduction=reduction)
+
+
 def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                         reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted |predictions - labels| (tf.losses.absolute_difference)."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "absolute_difference", [predictions, labels, weights]) as scope:
-        labels, predictions = _float_pair(labels, predictions)
-        losses = math_ops.abs(math_ops.subtract(predictions, labels))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+    return _pointwise_loss("absolute_difference", labels, predictions, weights, scope, loss_collection, reduction,
+                           lambda labels, predictions: math_ops.abs(math_ops.subtract(predictions, labels)))
 
 
 def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted (predictions - labels)**2 (tf.losses.mean_squared_error)."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "mean_squared_error", [predictions, labels, weights]) as scope:
-        labels, predictions = _float_pair(labels, predictions)
-        losses = math_ops.squared_difference(predictions, labels)
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+    return _pointwise_loss("mean_squared_error", labels, predictions, weights, scope, loss_collection, reduction,
+                           lambda labels, predictions: math_ops.squared_difference(predictions, labels))
 
 
 def log_loss(labels, predictions, weights=1.0, epsilon: float = 1e-7, scope=None, loss_collection=GraphKeys.LOSSES,
              reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted -y*log(p + eps) - (1-y)*log(1 - p + eps) (tf.losses.log_loss)."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "log_loss", [predictions, labels, weights]) as scope:
-        labels, predictions = _float_pair(labels, predictions)
-        losses = (-math_ops.multiply(labels, math_ops.log(predictions + epsilon))
-                  - math_ops.multiply((1 - labels), math_ops.log(1 - predictions + epsilon)))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+    def losses_of(labels, predictions):
+        return (-math_ops.multiply(labels, math_ops.log(predictions + epsilon))
+                - math_ops.multiply((1 - labels), math_ops.log(1 - predictions + epsilon)))
+    return _pointwise_loss("log_loss", labels, predictions, weights, scope, loss_collection, reduction, losses_of)
 
 
 def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted max(0, 1 - (2*labels - 1) * logits) for 0/1 labels (tf.losses.hinge_loss)."""
-    _check_not_none(labels=labels, logits=logits)
-    with name_scope(scope, "hinge_loss", [logits, labels, weights]) as scope:
-        labels, logits = _float_pair(labels, logits)
+    def losses_of(labels, logits):
         all_ones = array_ops.ones_like(labels)
         labels = math_ops.subtract(2 * labels, all_ones)
-        losses = math_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(labels, logits)))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+        return math_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(labels, logits)))
+    return _pointwise_loss("hinge_loss", labels, logits, weights, scope, loss_collection, reduction, losses_of,
+                           predictions_arg="logits")
 
 
 def huber_loss(labels, predictions, weights=1.0, delta: float = 1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted Huber loss: 0.5*x**2 for |x| <= delta, else 0.5*delta**2 + delta*(|x| - delta)."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "huber_loss", [predictions, labels, weights]) as scope:
-        labels, predictions = _float_pair(labels, predictions)
+    def losses_of(labels, predictions):
         abs_error = math_ops.abs(math_ops.subtract(predictions, labels))
         quadratic = math_ops.minimum(abs_error, delta)
         linear = math_ops.subtract(abs_error, quadratic)  # not maximum(abs_error - delta, 0): gradient 0 at delta
-        losses = math_ops.add(math_ops.multiply(convert_to_tensor(0.5, dtype=quadratic.dtype),
-                                                math_ops.multiply(quadratic, quadratic)),
-                              math_ops.multiply(delta, linear))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+        return math_ops.add(math_ops.multiply(convert_to_tensor(0.5, dtype=quadratic.dtype),
+                                              math_ops.multiply(quadratic, quadratic)),
+                            math_ops.multiply(delta, linear))
+    return _pointwise_loss("huber_loss", labels, predictions, weights, scope, loss_collection, reduction, losses_of)
 
 
 def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
@@ -269,12 +269,12 @@ def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None, los
         axis = dim
     if axis is None:
         raise ValueError("You must specify 'axis'.")
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "cosine_distance_loss", [predictions, labels, weights]) as scope:
-        labels, predictions = _float_pair(labels, predictions)
+
+    def losses_of(labels, predictions):
         radial_diffs = math_ops.multiply(predictions, labels)
-        losses = 1 - math_ops.reduce_sum(radial_diffs, axis=(axis,), keepdims=True)
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+        return 1 - reduction_ops.reduce_sum(radial_diffs, axis=(axis,), keepdims=True)
+    return _pointwise_loss("cosine_distance_loss", labels, predictions, weights, scope, loss_collection, reduction,
+                           losses_of)
 
 
 def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
@@ -290,13 +290,21 @@ def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None, lo
             diffs = math_ops.subtract(predictions, labels)
             num_present_per_batch = _num_present(diffs, weights, per_batch=True)
             reduction_axes = math_ops.range(1, array_ops.rank(diffs))
-            sum_squares_diff_per_batch = math_ops.reduce_sum(math_ops.square(diffs), axis=reduction_axes,
-                                                             keepdims=True)
+            sum_squares_diff_per_batch = reduction_ops.reduce_sum(math_ops.square(diffs), axis=reduction_axes,
+                                                                  keepdims=True)
             term1 = 2.0 * safe_div(sum_squares_diff_per_batch, num_present_per_batch - 1)
-            sum_diff = math_ops.reduce_sum(diffs, axis=reduction_axes, keepdims=True)
+            sum_diff = reduction_ops.reduce_sum(diffs, axis=reduction_axes, keepdims=True)
             term2 = 2.0 * safe_div(math_ops.square(sum_diff),
                                    math_ops.multiply(num_present_per_batch, num_present_per_batch - 1))
             return compute_weighted_loss(term1 - term2, weights, scope, loss_collection, reduction=reduction)
+
+
+def _logits_and_labels(logits, labels) -> tuple[Tensor, Tensor]:
+    """The logits as a Tensor and the labels cast to their dtype, with static shapes that must be compatible."""
+    logits = convert_to_tensor(logits)
+    labels = math_ops.cast(labels, logits.dtype)
+    logits.shape.assert_is_compatible_with(labels.shape)
+    return logits, labels
 
 
 def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0, scope=None,
@@ -304,13 +312,10 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
     """Weighted tf.nn.sigmoid_cross_entropy_with_logits; labels smoothed towards 1/2 by `label_smoothing`."""
     _check_not_none(multi_class_labels=multi_class_labels, logits=logits)
     with name_scope(scope, "sigmoid_cross_entropy_loss", [logits, multi_class_labels, weights]) as scope:
-        logits = convert_to_tensor(logits)
-        multi_class_labels = math_ops.cast(multi_class_labels, logits.dtype)
-        logits.shape.assert_is_compatible_with(multi_class_labels.shape)
+        logits, multi_class_labels = _logits_and_labels(logits, multi_class_labels)
         if label_smoothing > 0:
             multi_class_labels = multi_class_labels * (1 - label_smoothing) + 0.5 * label_smoothing
-        losses = nn_impl.sigmoid_cross_entropy_with_logits(labels=multi_class_labels, logits=logits,
-                                                                   name="xentropy")
+        losses = nn_impl.sigmoid_cross_entropy_with_logits(labels=multi_class_labels, logits=logits, name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
 
 
@@ -320,9 +325,7 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
     1/num_classes by `label_smoothing`. `weights` are per example: rank 0 or [batch_size]."""
     _check_not_none(onehot_labels=onehot_labels, logits=logits)
     with name_scope(scope, "softmax_cross_entropy_loss", [logits, onehot_labels, weights]) as scope:
-        logits = convert_to_tensor(logits)
-        onehot_labels = math_ops.cast(onehot_labels, logits.dtype)
-        logits.shape.assert_is_compatible_with(onehot_labels.shape)
+        logits, onehot_labels = _logits_and_labels(logits, onehot_labels)
         if label_smoothing > 0:
             num_classes = math_ops.cast(array_ops.shape(onehot_labels)[1], logits.dtype)
             smooth_positives = 1.0 - label_smoothing

@@ -11,13 +11,13 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import broadcast_reduction_axes
-from adplace.ops import array_ops, broadcast_ops, math_ops, selection_ops, slicing_ops
+from adplace.ops import array_ops, broadcast_ops, logical_ops, math_ops, reduction_ops, selection_ops, slicing_ops
 from adplace.ops.array_ops import reshape, shape, shape_internal
 from adplace.ops.selection_ops import where
 from adplace.ops.constant_op import constant
-from adplace.ops.math_ops import (BINARY_OPS, COMPARISON_OPS, UNARY_OPS, cast, matmul, multiply, negative,
-                                  reduce_sum, truediv)
+from adplace.ops.math_ops import BINARY_OPS, COMPARISON_OPS, UNARY_OPS, cast, matmul, multiply, negative, truediv
 from adplace.ops.op_builder import apply_op_1, constant_value
+from adplace.ops.reduction_ops import reduce_sum
 
 
 def static_dims(t: Tensor) -> tuple | None:
@@ -320,8 +320,8 @@ def _mean_grad(op, grad):
         factor = array_ops.size(op._inputs[0])
         factor = cast(factor if out_size == 1 else math_ops.floordiv(factor, out_size), sum_grad.dtype.base_dtype)
     else:
-        factor = math_ops.floordiv(math_ops.reduce_prod(shape(op._inputs[0])),
-                                   math_ops.maximum(math_ops.reduce_prod(shape(op._outputs[0])), 1))
+        factor = math_ops.floordiv(reduction_ops.reduce_prod(shape(op._inputs[0])),
+                                   math_ops.maximum(reduction_ops.reduce_prod(shape(op._outputs[0])), 1))
         factor = cast(factor, sum_grad.dtype.base_dtype)
     return [truediv(sum_grad, factor), None]
 
@@ -357,8 +357,8 @@ def _prod_permutation(op) -> tuple:
         perm = array_ops.concat([reshape(cast(where(m), _dtypes.int32), [-1]) for m in (reduced, not_reduced)], 0)
         inverse = array_ops.invert_permutation(perm)
     ones = array_ops.ones_like(input_shape)
-    return (perm, inverse, math_ops.reduce_prod(where(reduced, input_shape, ones)),
-            math_ops.reduce_prod(where(reduced, ones, input_shape)))
+    return (perm, inverse, reduction_ops.reduce_prod(where(reduced, input_shape, ones)),
+            reduction_ops.reduce_prod(where(reduced, ones, input_shape)))
 
 
 @RegisterGradient("Prod")
@@ -418,6 +418,6 @@ def _unsorted_segment_sum_grad(op, grad):
         ones = array_ops.fill(array_ops.expand_dims(array_ops.rank(gathered) - array_ops.rank(ids), 0), 1)
         kept = reshape(kept, array_ops.concat([shape(ids), ones], 0))
     return [selection_ops.where_v2(kept, gathered, array_ops.zeros([], dtype=grad.dtype.base_dtype)), None, None]
-for _op_type in (("ArgMax", "ArgMin", "LogicalNot", "Invert", "Any", "All") + math_ops.LOGICAL_BINARY_OPS +
-                 math_ops.BITWISE_BINARY_OPS + math_ops.PREDICATE_OPS):
+for _op_type in (("ArgMax", "ArgMin", "LogicalNot", "Invert", "Any", "All") + logical_ops.LOGICAL_BINARY_OPS +
+                 logical_ops.BITWISE_BINARY_OPS + math_ops.PREDICATE_OPS):
     NotDifferentiable(_op_type)

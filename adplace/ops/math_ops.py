@@ -1,5 +1,6 @@
-"""Math ops: elementwise unary/binary ops with broadcasting, matmul, reductions, add_n, cast, range, and the
-Python operators on Tensor (+ - * / // % ** @, unary -, abs, comparisons)."""
+"""Math ops: elementwise unary/binary ops with broadcasting, matmul, add_n, cast, range, cumsum/cumprod, and the
+Python operators on Tensor (+ - * / // % ** @, unary -, abs, comparisons). Reductions live in reduction_ops.py,
+logical and bitwise ops (with & | ^ ~) in logical_ops.py, segment ops in segment_ops.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +11,9 @@ from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
+from adplace.ops.array_ops import identity
 from adplace.ops.op_builder import (apply_op_1, broadcast_dims, check_dtype, check_same_dtype,
-                                    constant_value, int_const, merged_shape, normalize_axis, shapes_text, to_tensors)
+                                    constant_value, int_const, merged_shape, shapes_text, to_tensors)
 
 FLOAT = _dtypes.FLOATING
 FLOAT_COMPLEX = _dtypes.FLOATING | _dtypes.COMPLEX
@@ -21,7 +23,8 @@ REAL = _dtypes.FLOATING | _dtypes.INTEGER
 
 
 # --- unary ----------------------------------------------------------------------------------------------------
-def _unary_infer(op_type, allowed):
+def unary_infer(op_type, allowed):
+    """Shape inference of an elementwise unary op: output dtype and shape are the input's."""
     def infer(inputs, attrs, name):
         x = inputs[0]
         check_dtype(op_type, "x", x._dtype, allowed)
@@ -43,60 +46,61 @@ UNARY_OPS = {  # op type -> (allowed dtypes, public name)
     "Erfc": (FLOAT, "erfc"), "Lgamma": (FLOAT, "lgamma"), "Digamma": (FLOAT, "digamma"),
 }
 for _op_type, (_allowed, _) in UNARY_OPS.items():
-    register_op(_op_type, _unary_infer(_op_type, _allowed))
+    register_op(_op_type, unary_infer(_op_type, _allowed))
 
 
-def _unary(op_type: str, x, name: str | None) -> Tensor:
+def build_unary(op_type: str, x, name: str | None) -> Tensor:
+    """Build an elementwise unary op named `name` (default: the op type)."""
     x = convert_to_tensor(x)
     return apply_op_1(op_type, [x], {"T": x.dtype.base_dtype}, name=name or op_type)
 
 
-def negative(x, name: str | None = None) -> Tensor: return _unary("Neg", x, name)  # noqa: E704
-def abs(x, name: str | None = None) -> Tensor: return _unary("Abs", x, name)  # noqa: E704,A001 - TF's public name
-def sign(x, name: str | None = None) -> Tensor: return _unary("Sign", x, name)  # noqa: E704
-def square(x, name: str | None = None) -> Tensor: return _unary("Square", x, name)  # noqa: E704
-def sqrt(x, name: str | None = None) -> Tensor: return _unary("Sqrt", x, name)  # noqa: E704
-def rsqrt(x, name: str | None = None) -> Tensor: return _unary("Rsqrt", x, name)  # noqa: E704
-def reciprocal(x, name: str | None = None) -> Tensor: return _unary("Reciprocal", x, name)  # noqa: E704
-def exp(x, name: str | None = None) -> Tensor: return _unary("Exp", x, name)  # noqa: E704
-def log(x, name: str | None = None) -> Tensor: return _unary("Log", x, name)  # noqa: E704
-def log1p(x, name: str | None = None) -> Tensor: return _unary("Log1p", x, name)  # noqa: E704
-def sin(x, name: str | None = None) -> Tensor: return _unary("Sin", x, name)  # noqa: E704
-def cos(x, name: str | None = None) -> Tensor: return _unary("Cos", x, name)  # noqa: E704
-def tan(x, name: str | None = None) -> Tensor: return _unary("Tan", x, name)  # noqa: E704
-def tanh(x, name: str | None = None) -> Tensor: return _unary("Tanh", x, name)  # noqa: E704
-def sigmoid(x, name: str | None = None) -> Tensor: return _unary("Sigmoid", x, name)  # noqa: E704
-def relu(features, name: str | None = None) -> Tensor: return _unary("Relu", features, name)  # noqa: E704
-def floor(x, name: str | None = None) -> Tensor: return _unary("Floor", x, name)  # noqa: E704
-def ceil(x, name: str | None = None) -> Tensor: return _unary("Ceil", x, name)  # noqa: E704
+def negative(x, name: str | None = None) -> Tensor: return build_unary("Neg", x, name)  # noqa: E704
+def abs(x, name: str | None = None) -> Tensor: return build_unary("Abs", x, name)  # noqa: E704,A001 - TF's public name
+def sign(x, name: str | None = None) -> Tensor: return build_unary("Sign", x, name)  # noqa: E704
+def square(x, name: str | None = None) -> Tensor: return build_unary("Square", x, name)  # noqa: E704
+def sqrt(x, name: str | None = None) -> Tensor: return build_unary("Sqrt", x, name)  # noqa: E704
+def rsqrt(x, name: str | None = None) -> Tensor: return build_unary("Rsqrt", x, name)  # noqa: E704
+def reciprocal(x, name: str | None = None) -> Tensor: return build_unary("Reciprocal", x, name)  # noqa: E704
+def exp(x, name: str | None = None) -> Tensor: return build_unary("Exp", x, name)  # noqa: E704
+def log(x, name: str | None = None) -> Tensor: return build_unary("Log", x, name)  # noqa: E704
+def log1p(x, name: str | None = None) -> Tensor: return build_unary("Log1p", x, name)  # noqa: E704
+def sin(x, name: str | None = None) -> Tensor: return build_unary("Sin", x, name)  # noqa: E704
+def cos(x, name: str | None = None) -> Tensor: return build_unary("Cos", x, name)  # noqa: E704
+def tan(x, name: str | None = None) -> Tensor: return build_unary("Tan", x, name)  # noqa: E704
+def tanh(x, name: str | None = None) -> Tensor: return build_unary("Tanh", x, name)  # noqa: E704
+def sigmoid(x, name: str | None = None) -> Tensor: return build_unary("Sigmoid", x, name)  # noqa: E704
+def relu(features, name: str | None = None) -> Tensor: return build_unary("Relu", features, name)  # noqa: E704
+def floor(x, name: str | None = None) -> Tensor: return build_unary("Floor", x, name)  # noqa: E704
+def ceil(x, name: str | None = None) -> Tensor: return build_unary("Ceil", x, name)  # noqa: E704
 def round(x, name: str | None = None) -> Tensor:  # noqa: A001 - TF's public name
     """Round to the nearest integer, halves to even ("banker's rounding", tf.round): [0.5, 1.5, 2.5] -> [0., 2., 2.].
     Integers are returned unchanged."""
-    return _unary("Round", x, name)
+    return build_unary("Round", x, name)
 
 
-def rint(x, name: str | None = None) -> Tensor: return _unary("Rint", x, name)  # noqa: E704
-def atan(x, name: str | None = None) -> Tensor: return _unary("Atan", x, name)  # noqa: E704
-def asin(x, name: str | None = None) -> Tensor: return _unary("Asin", x, name)  # noqa: E704
-def acos(x, name: str | None = None) -> Tensor: return _unary("Acos", x, name)  # noqa: E704
-def sinh(x, name: str | None = None) -> Tensor: return _unary("Sinh", x, name)  # noqa: E704
-def cosh(x, name: str | None = None) -> Tensor: return _unary("Cosh", x, name)  # noqa: E704
-def asinh(x, name: str | None = None) -> Tensor: return _unary("Asinh", x, name)  # noqa: E704
-def acosh(x, name: str | None = None) -> Tensor: return _unary("Acosh", x, name)  # noqa: E704
-def atanh(x, name: str | None = None) -> Tensor: return _unary("Atanh", x, name)  # noqa: E704
-def expm1(x, name: str | None = None) -> Tensor: return _unary("Expm1", x, name)  # noqa: E704
-def erf(x, name: str | None = None) -> Tensor: return _unary("Erf", x, name)  # noqa: E704
-def erfc(x, name: str | None = None) -> Tensor: return _unary("Erfc", x, name)  # noqa: E704
+def rint(x, name: str | None = None) -> Tensor: return build_unary("Rint", x, name)  # noqa: E704
+def atan(x, name: str | None = None) -> Tensor: return build_unary("Atan", x, name)  # noqa: E704
+def asin(x, name: str | None = None) -> Tensor: return build_unary("Asin", x, name)  # noqa: E704
+def acos(x, name: str | None = None) -> Tensor: return build_unary("Acos", x, name)  # noqa: E704
+def sinh(x, name: str | None = None) -> Tensor: return build_unary("Sinh", x, name)  # noqa: E704
+def cosh(x, name: str | None = None) -> Tensor: return build_unary("Cosh", x, name)  # noqa: E704
+def asinh(x, name: str | None = None) -> Tensor: return build_unary("Asinh", x, name)  # noqa: E704
+def acosh(x, name: str | None = None) -> Tensor: return build_unary("Acosh", x, name)  # noqa: E704
+def atanh(x, name: str | None = None) -> Tensor: return build_unary("Atanh", x, name)  # noqa: E704
+def expm1(x, name: str | None = None) -> Tensor: return build_unary("Expm1", x, name)  # noqa: E704
+def erf(x, name: str | None = None) -> Tensor: return build_unary("Erf", x, name)  # noqa: E704
+def erfc(x, name: str | None = None) -> Tensor: return build_unary("Erfc", x, name)  # noqa: E704
 
 
 def lgamma(x, name: str | None = None) -> Tensor:
     """log|Gamma(x)| (tf.lgamma); +inf at 0 and the negative integers."""
-    return _unary("Lgamma", x, name)
+    return build_unary("Lgamma", x, name)
 
 
 def digamma(x, name: str | None = None) -> Tensor:
     """The derivative of lgamma (tf.digamma); NaN at 0 and the negative integers."""
-    return _unary("Digamma", x, name)
+    return build_unary("Digamma", x, name)
 
 
 def log_sigmoid(x, name: str | None = None) -> Tensor:
@@ -119,9 +123,9 @@ for _op_type in PREDICATE_OPS:
     register_op(_op_type, _predicate_infer(_op_type))
 
 
-def is_finite(x, name: str | None = None) -> Tensor: return _unary("IsFinite", x, name)  # noqa: E704
-def is_nan(x, name: str | None = None) -> Tensor: return _unary("IsNan", x, name)  # noqa: E704
-def is_inf(x, name: str | None = None) -> Tensor: return _unary("IsInf", x, name)  # noqa: E704
+def is_finite(x, name: str | None = None) -> Tensor: return build_unary("IsFinite", x, name)  # noqa: E704
+def is_nan(x, name: str | None = None) -> Tensor: return build_unary("IsNan", x, name)  # noqa: E704
+def is_inf(x, name: str | None = None) -> Tensor: return build_unary("IsInf", x, name)  # noqa: E704
 
 
 # --- gradients of unary ops: TF's TanhGrad etc., built by the gradient functions from the forward output ----------
@@ -144,7 +148,7 @@ for _op_type, (_allowed, _arg_names) in UNARY_GRAD_OPS.items():
 
 
 def _unary_grad(op_type: str, a, b, name: str | None) -> Tensor:
-    a, b = _convert_pair(a, b)
+    a, b = convert_pair(a, b)
     return apply_op_1(op_type, [a, b], {"T": a.dtype.base_dtype}, name=name or op_type)
 
 
@@ -180,7 +184,8 @@ def relu_grad(gradients, features, name: str | None = None) -> Tensor:
 
 
 # --- binary (broadcasting) -------------------------------------------------------------------------------------
-def _binary_infer(op_type, allowed, out_dtype=None):
+def binary_infer(op_type, allowed, out_dtype=None):
+    """Shape inference of a broadcasting binary op: same dtypes, broadcast shape; `out_dtype` for comparisons."""
     def infer(inputs, attrs, name):
         dtype = check_same_dtype(op_type, inputs)
         check_dtype(op_type, "x", dtype, allowed)
@@ -197,19 +202,19 @@ BINARY_OPS = {  # op type -> allowed dtypes
 }
 COMPARISON_OPS = ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual")
 for _op_type, _allowed in BINARY_OPS.items():
-    register_op(_op_type, _binary_infer(_op_type, _allowed))
+    register_op(_op_type, binary_infer(_op_type, _allowed))
 for _op_type in COMPARISON_OPS:
-    register_op(_op_type, _binary_infer(_op_type, _dtypes.ALL, out_dtype=_dtypes.bool))
+    register_op(_op_type, binary_infer(_op_type, _dtypes.ALL, out_dtype=_dtypes.bool))
 
 
-def _binary(op_type: str, x, y, name: str | None, scope: str | None = None) -> Tensor:
+def build_binary(op_type: str, x, y, name: str | None, scope: str | None = None) -> Tensor:
     """Build a binary op; Python values take the dtype of the Tensor operand, as TF's operator wrappers do."""
     with name_scope(name, scope or op_type, [x, y]) as op_name:
-        x, y = _convert_pair(x, y)
+        x, y = convert_pair(x, y)
         return apply_op_1(op_type, [x, y], {"T": x.dtype.base_dtype}, name=op_name)
 
 
-def _convert_pair(x, y) -> tuple[Tensor, Tensor]:
+def convert_pair(x, y) -> tuple[Tensor, Tensor]:
     """Both operands as Tensors (named x and y in the current scope); a Python value takes the other's dtype."""
     if isinstance(x, Tensor) or not isinstance(y, Tensor):
         x = convert_to_tensor(x, name="x")
@@ -225,39 +230,39 @@ def _convert_like(value, other: Tensor, name: str) -> Tensor:
     return convert_to_tensor(value, dtype=other.dtype.base_dtype, name=name)
 
 
-def add(x, y, name: str | None = None) -> Tensor: return _binary("Add", x, y, name)  # noqa: E704
-def subtract(x, y, name: str | None = None) -> Tensor: return _binary("Sub", x, y, name)  # noqa: E704
-def multiply(x, y, name: str | None = None) -> Tensor: return _binary("Mul", x, y, name)  # noqa: E704
-def maximum(x, y, name: str | None = None) -> Tensor: return _binary("Maximum", x, y, name)  # noqa: E704
-def minimum(x, y, name: str | None = None) -> Tensor: return _binary("Minimum", x, y, name)  # noqa: E704
-def pow(x, y, name: str | None = None) -> Tensor: return _binary("Pow", x, y, name)  # noqa: E704,A001
-def floordiv(x, y, name: str | None = None) -> Tensor: return _binary("FloorDiv", x, y, name, "floordiv")  # noqa: E704
-def floormod(x, y, name: str | None = None) -> Tensor: return _binary("FloorMod", x, y, name, "mod")  # noqa: E704
-def squared_difference(x, y, name: str | None = None) -> Tensor: return _binary("SquaredDifference", x, y, name)  # noqa: E704
-def less(x, y, name: str | None = None) -> Tensor: return _binary("Less", x, y, name)  # noqa: E704
-def less_equal(x, y, name: str | None = None) -> Tensor: return _binary("LessEqual", x, y, name)  # noqa: E704
-def greater(x, y, name: str | None = None) -> Tensor: return _binary("Greater", x, y, name)  # noqa: E704
-def greater_equal(x, y, name: str | None = None) -> Tensor: return _binary("GreaterEqual", x, y, name)  # noqa: E704
-def equal(x, y, name: str | None = None) -> Tensor: return _binary("Equal", x, y, name)  # noqa: E704
-def not_equal(x, y, name: str | None = None) -> Tensor: return _binary("NotEqual", x, y, name)  # noqa: E704
-def realdiv(x, y, name: str | None = None) -> Tensor: return _binary("RealDiv", x, y, name)  # noqa: E704
-def atan2(y, x, name: str | None = None) -> Tensor: return _binary("Atan2", y, x, name)  # noqa: E704
+def add(x, y, name: str | None = None) -> Tensor: return build_binary("Add", x, y, name)  # noqa: E704
+def subtract(x, y, name: str | None = None) -> Tensor: return build_binary("Sub", x, y, name)  # noqa: E704
+def multiply(x, y, name: str | None = None) -> Tensor: return build_binary("Mul", x, y, name)  # noqa: E704
+def maximum(x, y, name: str | None = None) -> Tensor: return build_binary("Maximum", x, y, name)  # noqa: E704
+def minimum(x, y, name: str | None = None) -> Tensor: return build_binary("Minimum", x, y, name)  # noqa: E704
+def pow(x, y, name: str | None = None) -> Tensor: return build_binary("Pow", x, y, name)  # noqa: E704,A001
+def floordiv(x, y, name: str | None = None) -> Tensor: return build_binary("FloorDiv", x, y, name, "floordiv")  # noqa: E704
+def floormod(x, y, name: str | None = None) -> Tensor: return build_binary("FloorMod", x, y, name, "mod")  # noqa: E704
+def squared_difference(x, y, name: str | None = None) -> Tensor: return build_binary("SquaredDifference", x, y, name)  # noqa: E704
+def less(x, y, name: str | None = None) -> Tensor: return build_binary("Less", x, y, name)  # noqa: E704
+def less_equal(x, y, name: str | None = None) -> Tensor: return build_binary("LessEqual", x, y, name)  # noqa: E704
+def greater(x, y, name: str | None = None) -> Tensor: return build_binary("Greater", x, y, name)  # noqa: E704
+def greater_equal(x, y, name: str | None = None) -> Tensor: return build_binary("GreaterEqual", x, y, name)  # noqa: E704
+def equal(x, y, name: str | None = None) -> Tensor: return build_binary("Equal", x, y, name)  # noqa: E704
+def not_equal(x, y, name: str | None = None) -> Tensor: return build_binary("NotEqual", x, y, name)  # noqa: E704
+def realdiv(x, y, name: str | None = None) -> Tensor: return build_binary("RealDiv", x, y, name)  # noqa: E704
+def atan2(y, x, name: str | None = None) -> Tensor: return build_binary("Atan2", y, x, name)  # noqa: E704
 
 
 def polygamma(a, x, name: str | None = None) -> Tensor:
     """The a-th derivative of digamma at x, for integer-valued a >= 0 of x's float dtype (tf.polygamma)."""
-    return _binary("Polygamma", a, x, name)
+    return build_binary("Polygamma", a, x, name)
 
 
 def truncatediv(x, y, name: str | None = None) -> Tensor:
     """x / y rounded toward zero for integers (C's `/`: -7 / 2 = -3); plain division for floats, as in TF
     (tf.truncatediv). An integer division by zero is an InvalidArgumentError."""
-    return _binary("TruncateDiv", x, y, name)
+    return build_binary("TruncateDiv", x, y, name)
 
 
 def truncatemod(x, y, name: str | None = None) -> Tensor:
     """The remainder of truncatediv, with the sign of x (C's `%` and fmod: -7 mod 2 = -1) (tf.truncatemod)."""
-    return _binary("TruncateMod", x, y, name)
+    return build_binary("TruncateMod", x, y, name)
 
 
 def div_no_nan(x, y, name: str | None = None) -> Tensor:
@@ -272,7 +277,7 @@ def truediv(x, y, name: str | None = None) -> Tensor:
     """x / y; integer inputs are cast to floating point first, as in TF (int32 -> float64). A Python `x` takes the
     dtype of a Tensor `y`, as TF's `1.0 / y` and `tf.divide(1.0, y)` do."""
     with name_scope(name, "truediv", [x, y]) as scope:
-        x, y = _convert_pair(x, y)
+        x, y = convert_pair(x, y)
         if x.dtype.is_integer:
             target = _dtypes.float32 if x.dtype.size <= 2 else _dtypes.float64
             x, y = cast(x, target), cast(y, target)
@@ -289,63 +294,6 @@ def div(x, y, name: str | None = None) -> Tensor:
         y = _convert_like(y, x, "y")
         op_type = "FloorDiv" if x.dtype.is_integer else "RealDiv"
         return apply_op_1(op_type, [x, y], {"T": x.dtype.base_dtype}, name=scope)
-
-
-# --- logical and bitwise ops ------------------------------------------------------------------------------------
-LOGICAL_BINARY_OPS = ("LogicalAnd", "LogicalOr")
-BITWISE_BINARY_OPS = ("BitwiseAnd", "BitwiseOr", "BitwiseXor", "LeftShift", "RightShift")
-for _op_type in LOGICAL_BINARY_OPS:
-    register_op(_op_type, _binary_infer(_op_type, {_dtypes.bool}))
-for _op_type in BITWISE_BINARY_OPS:
-    register_op(_op_type, _binary_infer(_op_type, _dtypes.INTEGER))
-register_op("LogicalNot", _unary_infer("LogicalNot", {_dtypes.bool}))
-register_op("Invert", _unary_infer("Invert", _dtypes.INTEGER))
-
-
-def logical_and(x, y, name: str | None = None) -> Tensor: return _binary("LogicalAnd", x, y, name)  # noqa: E704
-def logical_or(x, y, name: str | None = None) -> Tensor: return _binary("LogicalOr", x, y, name)  # noqa: E704
-def logical_not(x, name: str | None = None) -> Tensor: return _unary("LogicalNot", x, name)  # noqa: E704
-def bitwise_and(x, y, name: str | None = None) -> Tensor: return _binary("BitwiseAnd", x, y, name)  # noqa: E704
-def bitwise_or(x, y, name: str | None = None) -> Tensor: return _binary("BitwiseOr", x, y, name)  # noqa: E704
-def bitwise_xor(x, y, name: str | None = None) -> Tensor: return _binary("BitwiseXor", x, y, name)  # noqa: E704
-def left_shift(x, y, name: str | None = None) -> Tensor: return _binary("LeftShift", x, y, name)  # noqa: E704
-def right_shift(x, y, name: str | None = None) -> Tensor: return _binary("RightShift", x, y, name)  # noqa: E704
-def invert(x, name: str | None = None) -> Tensor: return _unary("Invert", x, name)  # noqa: E704
-
-
-def logical_xor(x, y, name: str = "LogicalXor") -> Tensor:
-    """x XOR y elementwise for bool tensors (tf.logical_xor), composed as TF composes it:
-    (x OR y) AND NOT (x AND y)."""
-    return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=name)
-
-
-def _bool_or_bitwise(logical, bitwise):
-    """The `&`-style operator of TF's Tensor: logical for bool tensors, bitwise for integers (TypeError for
-    others, from the bitwise op's dtype check)."""
-    def op(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
-        return logical(x, y, name) if x.dtype.base_dtype is _dtypes.bool else bitwise(x, y)
-    return op
-
-
-and_ = _bool_or_bitwise(logical_and, bitwise_and)
-or_ = _bool_or_bitwise(logical_or, bitwise_or)
-xor_ = _bool_or_bitwise(logical_xor, bitwise_xor)
-
-
-def invert_(x: Tensor, name: str | None = None) -> Tensor:
-    """`~x`: logical NOT for bool tensors, bitwise inversion for integers."""
-    return logical_not(x, name=name) if x.dtype.base_dtype is _dtypes.bool else invert(x, name=name)
-
-
-def _operator(fn, scope: str, reverse: bool = False):
-    """A Python operator as TF's binary_op_wrapper builds it: under a scope named for the operator, the Python
-    operand converted to the Tensor's dtype."""
-    def wrapper(self, other):
-        x, y = (other, self) if reverse else (self, other)
-        with name_scope(None, scope, [x, y]) as op_name:
-            x, y = _convert_pair(x, y)
-            return fn(x, y, name=op_name)
-    return wrapper
 
 
 # --- MatMul ---------------------------------------------------------------------------------------------------
@@ -405,110 +353,6 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, name: str
                               name=scope)
         return apply_op_1("BatchMatMulV2", [a, b], {"adj_x": bool(transpose_a), "adj_y": bool(transpose_b),
                                                     "T": a.dtype.base_dtype}, name=scope)
-
-
-# --- reductions -------------------------------------------------------------------------------------------------
-def _reduction_infer(op_type):
-    def infer(inputs, attrs, name):
-        x, axis_t = inputs
-        check_dtype(op_type, "input", x._dtype, _REDUCTION_DTYPES.get(op_type, REAL))
-        dims, axes, keep = x._shape.as_tuple(), constant_value(axis_t), attrs["keep_dims"]
-        dtype = x._dtype.base_dtype
-        if dims is None:
-            return [(dtype, unknown_shape())]
-        if axes is None:
-            return [(dtype, unknown_shape(len(dims) if keep else None))]
-        axes = {normalize_axis(int(a), len(dims), name, op_type) for a in np.reshape(axes, [-1])} if dims else set()
-        out = [1 if i in axes else d for i, d in enumerate(dims)] if keep else [d for i, d in enumerate(dims)
-                                                                               if i not in axes]
-        return [(dtype, TensorShape(out))]
-    return infer
-
-
-_REDUCTION_DTYPES = {"Sum": NUMERIC, "Mean": NUMERIC, "Prod": NUMERIC, "Any": {_dtypes.bool}, "All": {_dtypes.bool}}
-REDUCTION_OPS = ("Sum", "Mean", "Max", "Min", "Prod")
-for _op_type in REDUCTION_OPS + ("Any", "All"):
-    register_op(_op_type, _reduction_infer(_op_type))
-
-
-def _reduce(op_type: str, default_name: str, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
-    axis = reduction_indices if axis is None else axis
-    keep = bool(keep_dims if keepdims is None else keepdims)
-    x = convert_to_tensor(input_tensor)
-    if axis is None:  # TF builds "all axes" outside the op's scope: a Const, or range(rank(x)) when rank is unknown
-        axis = (int_const(list(np.arange(x._shape.ndims)), name="Const") if x._shape.ndims is not None
-                else range(0, rank(x), 1))
-    with name_scope(name, default_name, [x]) as scope:
-        axis_t = int_const(axis, name="reduction_indices")
-        return apply_op_1(op_type, [x, axis_t], {"keep_dims": keep, "T": x.dtype.base_dtype}, name=scope)
-
-
-def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    """Sum over `axis` (all axes when None) (tf.reduce_sum)."""
-    return _reduce("Sum", "Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    """Mean over `axis` (all axes when None); integer means truncate, as in TF."""
-    return _reduce("Mean", "Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    return _reduce("Max", "Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    return _reduce("Min", "Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    return _reduce("Prod", "Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    """Logical OR of a bool tensor over `axis` (all axes when None) (tf.reduce_any)."""
-    return _reduce("Any", "Any", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    """Logical AND of a bool tensor over `axis` (all axes when None) (tf.reduce_all)."""
-    return _reduce("All", "All", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def _keep(keepdims, keep_dims) -> bool:
-    return bool(keep_dims if keepdims is None else keepdims)
-
-
-def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-    """log(sum(exp(x))) over `axis`, computed stably as TF does: the (finite) maximum is subtracted first and added
-    back, with no gradient through it (tf.reduce_logsumexp).
-
-        tf.reduce_logsumexp([0.0, 0.0])   # log(2)
-    """
-    axis = reduction_indices if axis is None else axis
-    keep = _keep(keepdims, keep_dims)
-    with name_scope(name, "ReduceLogSumExp", [input_tensor]) as scope:
-        x = convert_to_tensor(input_tensor, name="input_tensor")
-        raw_max = reduce_max(x, axis=axis, keepdims=True)
-        finite_max = stop_gradient(where(is_finite(raw_max), raw_max, zeros_like(raw_max)))
-        result = log(reduce_sum(exp(subtract(x, finite_max)), axis, keepdims=keep))
-        if not keep:
-            finite_max = reshape(finite_max, shape(result))
-        return add(result, finite_max, name=scope)
-
-
-def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=_dtypes.int64, name=None, reduction_indices=None,
-                  keep_dims=None) -> Tensor:
-    """The number of non-zero elements over `axis` (all axes when None), as `dtype` (tf.count_nonzero).
-
-        tf.count_nonzero([[0, 1], [2, 0]], axis=1)   # [1, 1], int64
-    """
-    axis = reduction_indices if axis is None else axis
-    with name_scope(name, "count_nonzero", [input_tensor]):
-        x = convert_to_tensor(input_tensor, name="input_tensor")
-        zero = convert_to_tensor(np.zeros((), dtype=x.dtype.base_dtype.as_numpy_dtype), name="zeros")
-        nonzero = cast(not_equal(x, zero), _dtypes.int64)
-        return cast(reduce_sum(nonzero, axis=axis, keepdims=_keep(keepdims, keep_dims)), dtype=dtype)
 
 
 # --- AddN, Cast, Range, Rank -------------------------------------------------------------------------------------
@@ -633,122 +477,16 @@ def cumprod(x, axis=0, exclusive: bool = False, reverse: bool = False, name: str
     return _cumulative("Cumprod", x, axis, exclusive, reverse, name)
 
 
-# --- ArgMax, ArgMin ----------------------------------------------------------------------------------------------
-def _arg_infer(op_type):
-    def infer(inputs, attrs, name):
-        x, dim_t = inputs
-        check_dtype(op_type, "input", x._dtype, NUMERIC | {_dtypes.bool})
-        check_dtype(op_type, "dimension", dim_t._dtype, (_dtypes.int32, _dtypes.int64))
-        dims, axis = x._shape.as_tuple(), constant_value(dim_t)
-        out = attrs["output_type"]
-        if dim_t._shape.ndims not in (None, 0):
-            raise ValueError(f"Shape must be rank 0 but is rank {dim_t._shape.ndims} for '{name}' (op: "
-                             f"'{op_type}') with input shapes: {shapes_text(inputs)}.")
-        if dims is None:
-            return [(out, unknown_shape())]
-        if axis is None:
-            return [(out, unknown_shape(max(len(dims) - 1, 0)))]
-        axis = int(axis)
-        if not -max(len(dims), 1) <= axis < max(len(dims), 1):
-            raise ValueError(f"Expected dimension in the range [{-len(dims)}, {len(dims)}), but got {axis} for "
-                             f"'{name}' (op: '{op_type}') with input shapes: {shapes_text(inputs)} and with "
-                             f"computed input tensors: input[1] = <{axis}>.")
-        axis %= max(len(dims), 1)
-        return [(out, TensorShape(dims[:axis] + dims[axis + 1:]))]
-    return infer
-
-
-for _op_type in ("ArgMax", "ArgMin"):
-    register_op(_op_type, _arg_infer(_op_type))
-
-
-def _arg(op_type: str, input, axis, name, dimension, output_type) -> Tensor:  # noqa: A002 - TF's argument name
-    if axis is not None and dimension is not None:
-        raise ValueError("Cannot specify both 'axis' and 'dimension'")
-    axis = 0 if axis is None and dimension is None else dimension if axis is None else axis
-    output_type = _dtypes.as_dtype(output_type).base_dtype
-    if output_type not in (_dtypes.int32, _dtypes.int64):
-        raise TypeError(f"Value passed to parameter 'output_type' has DataType {output_type.name} not in list of "
-                        f"allowed values: int32, int64")
-    with name_scope(name, op_type, [input, axis]) as scope:
-        x = convert_to_tensor(input, name="input")
-        dim_t = convert_to_tensor(axis, name="dimension")
-        return apply_op_1(op_type, [x, dim_t], {"T": x.dtype.base_dtype, "Tidx": dim_t.dtype.base_dtype,
-                                                "output_type": output_type}, name=scope)
-
-
-def argmax(input, axis=None, name: str | None = None, dimension=None,  # noqa: A002 - TF's argument name
-           output_type=_dtypes.int64) -> Tensor:
-    """The index of the largest value along `axis` (0 when None; `dimension` is TF1's old name) (tf.argmax).
-    Ties give the first index. Not differentiable.
-
-        tf.argmax([[1, 9], [8, 2]], axis=1)   # [1, 0], int64
-    """
-    return _arg("ArgMax", input, axis, name, dimension, output_type)
-
-
-def argmin(input, axis=None, name: str | None = None, dimension=None,  # noqa: A002 - TF's argument name
-           output_type=_dtypes.int64) -> Tensor:
-    """The index of the smallest value along `axis` (tf.argmin); as tf.argmax otherwise."""
-    return _arg("ArgMin", input, axis, name, dimension, output_type)
-
-
-# --- UnsortedSegmentSum ------------------------------------------------------------------------------------------
-def _unsorted_segment_sum_infer(inputs, attrs, name):
-    data, ids, num_t = inputs
-    check_dtype("UnsortedSegmentSum", "data", data._dtype, NUMERIC)
-    check_dtype("UnsortedSegmentSum", "segment_ids", ids._dtype, (_dtypes.int32, _dtypes.int64))
-    check_dtype("UnsortedSegmentSum", "num_segments", num_t._dtype, (_dtypes.int32, _dtypes.int64))
-    d_dims, i_dims, num = data._shape.as_tuple(), ids._shape.as_tuple(), constant_value(num_t)
-    context = f" for '{name}' (op: 'UnsortedSegmentSum') with input shapes: {shapes_text(inputs)}."
-    if num_t._shape.ndims not in (None, 0):
-        raise ValueError(f"Shape must be rank 0 but is rank {num_t._shape.ndims}{context}")
-    if d_dims is None or i_dims is None:
-        return [(data._dtype.base_dtype, unknown_shape())]
-    if len(d_dims) < len(i_dims):
-        raise ValueError(f"Shape must be at least rank {len(i_dims)} but is rank {len(d_dims)}{context}")
-    for d, i in zip(d_dims, i_dims):
-        if d is not None and i is not None and d != i:
-            raise ValueError(f"Dimensions must be equal, but are {d} and {i}{context}")
-    rows = None if num is None else int(num)
-    return [(data._dtype.base_dtype, TensorShape((rows,) + d_dims[len(i_dims):]))]
-
-
-register_op("UnsortedSegmentSum", _unsorted_segment_sum_infer)
-
-
-def unsorted_segment_sum(data, segment_ids, num_segments, name: str | None = None) -> Tensor:
-    """output[i] = sum of data[j...] over the j... with segment_ids[j...] == i (tf.unsorted_segment_sum).
-
-    `segment_ids` has the shape of a prefix of data's; the output has shape [num_segments] + the rest of data's.
-    Negative ids are dropped; an id >= num_segments is an InvalidArgumentError, as in TF.
-
-        tf.unsorted_segment_sum([1., 2., 3.], [1, 0, 1], 2)   # [2., 4.]
-    """
-    with name_scope(name, "UnsortedSegmentSum", [data, segment_ids, num_segments]) as scope:
-        data = convert_to_tensor(data, name="data")
-        ids = convert_to_tensor(segment_ids, name="segment_ids")
-        num_t = convert_to_tensor(num_segments, name="num_segments")
-        return apply_op_1("UnsortedSegmentSum", [data, ids, num_t],
-                          {"T": data.dtype.base_dtype, "Tindices": ids.dtype.base_dtype,
-                           "Tnumsegments": num_t.dtype.base_dtype}, name=scope)
-
-
-# array_ops imports math_ops lazily; this is the other half
-from adplace.ops.array_ops import identity, rank, reshape, shape, stop_gradient, zeros_like  # noqa: E402
-from adplace.ops.selection_ops import where  # noqa: E402
-
-
 # --- Python operators on Tensor -------------------------------------------------------------------------------
 def _install_operators() -> None:
     binary = {"add": ("Add", "add"), "sub": ("Sub", "sub"), "mul": ("Mul", "mul"), "pow": ("Pow", "pow"),
               "floordiv": ("FloorDiv", "floordiv"), "mod": ("FloorMod", "mod")}
     for dunder, (op_type, scope) in binary.items():
         def forward(self, other, _t=op_type, _s=scope):
-            return _binary(_t, self, other, None, _s)
+            return build_binary(_t, self, other, None, _s)
 
         def reverse(self, other, _t=op_type, _s=scope):
-            return _binary(_t, other, self, None, _s)
+            return build_binary(_t, other, self, None, _s)
         setattr(Tensor, f"__{dunder}__", forward)
         setattr(Tensor, f"__r{dunder}__", reverse)
     Tensor.__matmul__ = lambda self, other: matmul(self, other, name="matmul")
@@ -757,14 +495,10 @@ def _install_operators() -> None:
     Tensor.__rtruediv__ = lambda self, other: truediv(other, self)
     Tensor.__neg__ = lambda self: negative(self, name="Neg")
     Tensor.__abs__ = lambda self: abs(self, name="Abs")
-    Tensor.__lt__ = lambda self, other: _binary("Less", self, other, None)
-    Tensor.__le__ = lambda self, other: _binary("LessEqual", self, other, None)
-    Tensor.__gt__ = lambda self, other: _binary("Greater", self, other, None)
-    Tensor.__ge__ = lambda self, other: _binary("GreaterEqual", self, other, None)
-    for dunder, fn in (("and", and_), ("or", or_), ("xor", xor_)):
-        setattr(Tensor, f"__{dunder}__", _operator(fn, dunder))
-        setattr(Tensor, f"__r{dunder}__", _operator(fn, dunder, reverse=True))
-    Tensor.__invert__ = lambda self: invert_(self)
+    Tensor.__lt__ = lambda self, other: build_binary("Less", self, other, None)
+    Tensor.__le__ = lambda self, other: build_binary("LessEqual", self, other, None)
+    Tensor.__gt__ = lambda self, other: build_binary("Greater", self, other, None)
+    Tensor.__ge__ = lambda self, other: build_binary("GreaterEqual", self, other, None)
 
 
 _install_operators()

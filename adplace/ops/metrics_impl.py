@@ -18,7 +18,7 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import add_to_collections, control_dependencies
 from adplace.framework.graph import GraphKeys
 from adplace.framework.operation import Tensor
-from adplace.ops import array_ops, math_ops, state_ops
+from adplace.ops import array_ops, math_ops, reduction_ops, state_ops
 from adplace.ops.losses_impl import broadcast_weights, remove_squeezable_dimensions, safe_div
 from adplace.ops.variable_scope import variable_scope
 from adplace.ops.variables import Variable
@@ -82,8 +82,8 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
             values, _, weights = _remove_squeezable_dimensions(values, None, weights)
             weights = broadcast_weights(math_ops.cast(weights, _dtypes.float32), values)
             values = math_ops.multiply(values, weights)
-            num_values = math_ops.reduce_sum(weights)
-        update_total_op = state_ops.assign_add(total, math_ops.reduce_sum(values))
+            num_values = reduction_ops.reduce_sum(weights)
+        update_total_op = state_ops.assign_add(total, reduction_ops.reduce_sum(values))
         with control_dependencies([values]):
             update_count_op = state_ops.assign_add(count, num_values)
         mean_t = safe_div(total.value(), count.value(), "value")
@@ -152,7 +152,7 @@ def _count_condition(values: Tensor, weights, metrics_collections, updates_colle
         values = math_ops.multiply(values, weights)
     value_tensor = array_ops.identity(count.value())
     _add_to(metrics_collections, value_tensor)
-    update_op = state_ops.assign_add(count, math_ops.reduce_sum(values))
+    update_op = state_ops.assign_add(count, reduction_ops.reduce_sum(values))
     _add_to(updates_collections, update_op)
     return value_tensor, update_op
 
@@ -231,7 +231,7 @@ def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=Non
     values, update_ops = {}, {}
     for key in _CONFUSION_KEYS:
         values[key] = metric_variable([num_thresholds], _dtypes.float32, name=_CONFUSION_NAMES[key])
-        update_ops[key] = state_ops.assign_add(values[key], math_ops.reduce_sum(is_condition[key], 1))
+        update_ops[key] = state_ops.assign_add(values[key], reduction_ops.reduce_sum(is_condition[key], 1))
     return values, update_ops
 
 
@@ -246,7 +246,7 @@ def _area(x: Tensor, y: Tensor, num_thresholds: int, summation_method: str, name
         height = math_ops.maximum(y[:num_thresholds - 1], y[1:])
     else:
         raise ValueError(f"Invalid summation_method: {summation_method}")
-    return math_ops.reduce_sum(math_ops.multiply(dx, height), name=name)
+    return reduction_ops.reduce_sum(math_ops.multiply(dx, height), name=name)
 
 
 def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_collections=None,

@@ -6,7 +6,7 @@ instead of a chain of elementwise ops, and their second derivatives are written 
 from __future__ import annotations
 
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
-from adplace.ops import array_ops, math_ops, selection_ops
+from adplace.ops import array_ops, math_ops, reduction_ops, selection_ops
 from adplace.ops.nn_ops import activation_grad, log_softmax, softmax
 
 # --- activations: the gradient op, fed the forward input (or output for Elu and Selu) -----------------------------
@@ -62,12 +62,12 @@ def _softsign_grad_grad(op, grad):
 @RegisterGradient("Softmax")
 def _softmax_grad(op, grad):
     y = op._outputs[0]
-    return [(grad - math_ops.reduce_sum(grad * y, -1, keepdims=True)) * y]
+    return [(grad - reduction_ops.reduce_sum(grad * y, -1, keepdims=True)) * y]
 
 
 @RegisterGradient("LogSoftmax")
 def _log_softmax_grad(op, grad):
-    return [grad - math_ops.reduce_sum(grad, -1, keepdims=True) * math_ops.exp(op._outputs[0])]
+    return [grad - reduction_ops.reduce_sum(grad, -1, keepdims=True) * math_ops.exp(op._outputs[0])]
 
 
 # --- cross entropy --------------------------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def _xent_grad(op, grad_loss, grad_backprop):
     grad = _per_example(grad_loss, op._outputs[1])
     if grad_backprop is not None and grad_backprop.op.type != "ZerosLike":
         y = softmax(logits)
-        grad += (grad_backprop - math_ops.reduce_sum(grad_backprop * y, -1, keepdims=True)) * y
+        grad += (grad_backprop - reduction_ops.reduce_sum(grad_backprop * y, -1, keepdims=True)) * y
     return [grad, _per_example(grad_loss, -log_softmax(logits))]
 
 

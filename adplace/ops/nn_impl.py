@@ -17,7 +17,7 @@ from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import TensorShape, as_shape
 from adplace.ops import (array_ops, candidate_sampling_ops, cross_entropy_ops, math_ops, nn_ops, random_ops,
-                         selection_ops, slicing_ops)
+                         reduction_ops, selection_ops, slicing_ops)
 from adplace.ops.op_builder import constant_value
 
 
@@ -84,7 +84,7 @@ def l2_normalize(x, axis=None, epsilon: float = 1e-12, name: str | None = None, 
     with name_scope(name, "l2_normalize", [x]) as scope:
         axis = nn_ops.deprecated_argument_lookup("axis", axis, "dim", dim)
         x = convert_to_tensor(x, name="x")
-        square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
+        square_sum = reduction_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
         x_inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
         return math_ops.multiply(x, x_inv_norm, name=scope)
 
@@ -192,7 +192,7 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled: int, n
         sampled_logits = math_ops.matmul(inputs, sampled_w, transpose_b=True) + sampled_b
         dim = true_w.shape.as_tuple()[-1] if true_w.shape.ndims is not None else None
         true_w = array_ops.reshape(true_w, [-1, num_true, dim if dim is not None else array_ops.shape(true_w)[1]])
-        true_logits = math_ops.reduce_sum(array_ops.expand_dims(inputs, 1) * true_w, 2)
+        true_logits = reduction_ops.reduce_sum(array_ops.expand_dims(inputs, 1) * true_w, 2)
         true_logits += array_ops.reshape(true_b, [-1, num_true])
         if remove_accidental_hits:
             sampled_logits += _accidental_hit_penalty(labels, sampled, num_true, sampled_logits.dtype.base_dtype)
@@ -210,7 +210,7 @@ def _accidental_hit_penalty(labels: Tensor, sampled: Tensor, num_true: int, dtyp
     compute_accidental_hits scattered densely (TF adds the same values through sparse_to_dense)."""
     true_classes = array_ops.expand_dims(array_ops.reshape(labels, [-1, num_true]), 2)
     hits = math_ops.cast(math_ops.equal(true_classes, array_ops.reshape(sampled, [1, 1, -1])), dtype)
-    return math_ops.reduce_max(hits, 1) * float(-np.finfo(np.float32).max)
+    return reduction_ops.reduce_max(hits, 1) * float(-np.finfo(np.float32).max)
 
 
 def nce_loss(weights, biases, labels, inputs, num_sampled: int, num_classes: int, num_true: int = 1,
@@ -238,7 +238,7 @@ def nce_loss(weights, biases, labels, inputs, num_sampled: int, num_classes: int
                                              sampled_values, subtract_log_q=True,
                                              remove_accidental_hits=remove_accidental_hits, name=name)
     losses = sigmoid_cross_entropy_with_logits(labels=labels, logits=logits, name="sampled_losses")
-    return math_ops.reduce_sum(losses, 1)
+    return reduction_ops.reduce_sum(losses, 1)
 
 
 def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled: int, num_classes: int, num_true: int = 1,

@@ -15,7 +15,7 @@ from adplace.framework.operation import Tensor
 from adplace.framework.registry import RegisterGradient, register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.framework.errors import InvalidArgumentError
-from adplace.ops import array_ops, math_ops
+from adplace.ops import array_ops, math_ops, reduction_ops
 from adplace.ops.op_builder import (apply_op_1, check_dtype, check_same_dtype, constant_value,
                                     merged_shape, shapes_text)
 
@@ -64,7 +64,7 @@ def _bias_add_grad(op, grad):
         axes = array_ops.concat([[0], math_ops.range(2, array_ops.rank(grad))], 0)
     else:
         axes = math_ops.range(0, array_ops.rank(grad) - 1)
-    return [grad, math_ops.reduce_sum(grad, axes)]
+    return [grad, reduction_ops.reduce_sum(grad, axes)]
 
 
 def bias_add(value, bias, data_format: str | None = None, name: str | None = None) -> Tensor:
@@ -308,9 +308,9 @@ def moments(x, axes, shift=None, name: str | None = None, keep_dims: bool | None
     with name_scope(name, "moments", [x, axes]):
         x = convert_to_tensor(x)
         y = math_ops.cast(x, _dtypes.float32) if x.dtype.base_dtype is _dtypes.float16 else x
-        mean = math_ops.reduce_mean(y, axes, keepdims=True, name="mean")
-        variance = math_ops.reduce_mean(math_ops.squared_difference(y, array_ops.stop_gradient(mean)), axes,
-                                        keepdims=True, name="variance")
+        mean = reduction_ops.reduce_mean(y, axes, keepdims=True, name="mean")
+        variance = reduction_ops.reduce_mean(math_ops.squared_difference(y, array_ops.stop_gradient(mean)), axes,
+                                             keepdims=True, name="variance")
         if not keep:
             mean, variance = array_ops.squeeze(mean, axes), array_ops.squeeze(variance, axes)
         if x.dtype.base_dtype is _dtypes.float16:

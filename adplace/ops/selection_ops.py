@@ -10,17 +10,24 @@ from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
+from adplace.ops import array_ops, math_ops, slicing_ops
 from adplace.ops.op_builder import (apply_op_1, broadcast_dims, check_dtype, check_same_dtype, constant_value,
                                     merged_shape, shapes_text)
 
 
 # --- Select, Where, SelectV2 ----------------------------------------------------------------------------------------
-def _select_infer(inputs, attrs, name):
+def _select_dtype(op_type: str, inputs) -> _dtypes.DType:
+    """The dtype of Select's or SelectV2's t and e, which must agree, after checking that the condition is bool."""
     cond, t, e = inputs
     if cond._dtype.base_dtype is not _dtypes.bool:
-        raise TypeError(f"Input 'condition' of 'Select' Op has type {cond._dtype.base_dtype.name} that does not "
+        raise TypeError(f"Input 'condition' of '{op_type}' Op has type {cond._dtype.base_dtype.name} that does not "
                         f"match expected type of bool.")
-    dtype = check_same_dtype("Select", [t, e], ("t", "e"))
+    return check_same_dtype(op_type, [t, e], ("t", "e"))
+
+
+def _select_infer(inputs, attrs, name):
+    cond, t, e = inputs
+    dtype = _select_dtype("Select", inputs)
     shape = merged_shape("Select", name, [t, e])
     c_dims, dims = cond._shape.as_tuple(), shape.as_tuple()
     if c_dims is not None and dims is not None and c_dims != () and not (
@@ -56,10 +63,7 @@ register_op("Where", lambda inputs, attrs, name: [(_dtypes.int64, TensorShape([N
 
 def _select_v2_infer(inputs, attrs, name):
     cond, t, e = inputs
-    if cond._dtype.base_dtype is not _dtypes.bool:
-        raise TypeError(f"Input 'condition' of 'SelectV2' Op has type {cond._dtype.base_dtype.name} that does not "
-                        f"match expected type of bool.")
-    dtype = check_same_dtype("SelectV2", [t, e], ("t", "e"))
+    dtype = _select_dtype("SelectV2", inputs)
     dims = broadcast_dims(t._shape.as_tuple(), e._shape.as_tuple(), name, "SelectV2", inputs)
     return [(dtype, TensorShape(broadcast_dims(cond._shape.as_tuple(), dims, name, "SelectV2", inputs)))]
 
@@ -163,11 +167,11 @@ def sequence_mask(lengths, maxlen=None, dtype=_dtypes.bool, name: str | None = N
 
         tf.sequence_mask([1, 3], 4)   # [[True, False, False, False], [True, True, True, False]]
     """
-    from adplace.ops import array_ops, math_ops  # math_ops imports this module
+    from adplace.ops import reduction_ops  # reduction_ops imports this module
     with name_scope(name, "SequenceMask", [lengths, maxlen]):
         lengths = convert_to_tensor(lengths)
         if maxlen is None:
-            maxlen = math_ops.reduce_max(lengths)
+            maxlen = reduction_ops.reduce_max(lengths)
             maxlen = math_ops.maximum(convert_to_tensor(0, dtype=maxlen.dtype.base_dtype), maxlen)
         else:
             maxlen = convert_to_tensor(maxlen)
@@ -191,7 +195,7 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
     Raises:
       ValueError: mask is a scalar, has unknown rank, or its shape does not fit tensor's.
     """
-    from adplace.ops import array_ops, math_ops, slicing_ops  # math_ops imports this module
+    from adplace.ops import reduction_ops  # reduction_ops imports this module
     with name_scope(name, values=[tensor, mask]):
         tensor = convert_to_tensor(tensor, name="tensor")
         mask = convert_to_tensor(mask, name="mask")
@@ -208,7 +212,7 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
             if not covered.is_compatible_with(mask.shape):
                 raise ValueError(f"Shapes {covered} and {mask.shape} are incompatible")
         dims_t = array_ops.shape(tensor)
-        leading = math_ops.reduce_prod(dims_t[axis:axis + k], [0])
+        leading = reduction_ops.reduce_prod(dims_t[axis:axis + k], [0])
         tensor = array_ops.reshape(tensor, array_ops.concat([dims_t[:axis], [leading], dims_t[axis + k:]], 0))
         if t_dims is not None:
             known = t_dims[axis:axis + k]

@@ -201,18 +201,18 @@ def _read_later(state: PartialRunState, tensor: Tensor) -> bool:
 
 def _check_new(state: PartialRunState, fed_now: dict, wanted: list) -> None:
     """TF's errors for a feed or fetch not named at setup, or fed or fetched before."""
-    for tensor in fed_now:
-        if tensor in state.fed:
-            raise errors.InvalidArgumentError(None, None, f"The feed {tensor.name} has already been fed.")
-        if tensor not in state.unfed:
+    _check_named_once("feed", "fed", fed_now, state.fed, state.unfed)
+    _check_named_once("fetch", "fetched", wanted, state.fetched, state.unfetched)
+
+
+def _check_named_once(kind: str, done_verb: str, tensors, done, still_named) -> None:
+    """Each of `tensors` (feeds or fetches of this call) must be named at setup and not yet done."""
+    for tensor in tensors:
+        if tensor in done:
+            raise errors.InvalidArgumentError(None, None, f"The {kind} {tensor.name} has already been {done_verb}.")
+        if tensor not in still_named:
             raise errors.InvalidArgumentError(None, None,
-                                              f"The feed {tensor.name} was not specified in partial_run_setup.")
-    for tensor in wanted:
-        if tensor in state.fetched:
-            raise errors.InvalidArgumentError(None, None, f"The fetch {tensor.name} has already been fetched.")
-        if tensor not in state.unfetched:
-            raise errors.InvalidArgumentError(None, None,
-                                              f"The fetch {tensor.name} was not specified in partial_run_setup.")
+                                              f"The {kind} {tensor.name} was not specified in partial_run_setup.")
 
 
 def _check_computable(state: PartialRunState, fed_now: dict, wanted: list) -> None:

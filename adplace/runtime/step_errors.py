@@ -5,10 +5,13 @@ op and the device it ran on (found from the traceback, so the hot path keeps no 
 """
 from __future__ import annotations
 
+import re
+
 from adplace.framework import errors
 from adplace.runtime.executor import Plan
 
 _KERNEL_ERRORS = (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, OverflowError)
+_BROADCAST = re.compile(r"operands could not be broadcast together with shapes \(([\d, ]*)\) \(([\d, ]*)\)")
 
 
 def step_error(plan: Plan, exc: BaseException, kept: list | tuple = ()) -> BaseException:
@@ -40,6 +43,15 @@ def _wrapped(plan: Plan, exc: BaseException) -> BaseException:
         return errors.ResourceExhaustedError(None, op, f"OOM when running op '{op.name}' ({op.type}) on "
                                              f"{device}: {exc}{where}")
     if isinstance(exc, _KERNEL_ERRORS):
+        shapes = _BROADCAST.search(str(exc))
+        if shapes:  # TF's wording for elementwise ops whose run-time shapes do not broadcast
+            return errors.InvalidArgumentError(None, op, f"Incompatible shapes: {_dims(shapes[1])} vs. "
+                                               f"{_dims(shapes[2])}{where}")
         return errors.InvalidArgumentError(None, op, f"{op.type} op '{op.name}' failed on {device}: "
                                            f"{exc}{where}")
     return exc
+
+
+def _dims(numpy_shape: str) -> str:
+    """NumPy's "2,3" (or "2,") as TF's "[2,3]"."""
+    return "[" + ",".join(d.strip() for d in numpy_shape.split(",") if d.strip()) + "]"

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 # Before blocking on a held variable lock, a writer gives up the GIL once (time.sleep(0)): the holder may be a thread
 # that got the lock while waiting for the GIL, and blocking then starts a convoy in which every later acquisition
 # is an OS hand-off between the threads (2 threads x a locked counter: 40% fewer steps/s without this). Kernels
-# taking several locks (kernels/cpu.py `_holding`) do the same.
+# taking several locks (kernels/state.py `_holding`) do the same.
 step_aside = time.sleep
 
 

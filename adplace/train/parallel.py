@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from adplace.framework.default_graph import device, name_scope
 from adplace.framework.device_spec import DeviceSpec
 from adplace.framework.operation import Tensor
-from adplace.ops import array_ops, math_ops
+from adplace.ops import array_ops, reduction_ops
 from adplace.ops.variable_scope import AUTO_REUSE, get_variable_scope, variable_scope
 
 
@@ -92,7 +92,7 @@ def average_gradients(tower_grads: Sequence[Sequence[tuple]]) -> list[tuple]:
                                  f"others: every tower must compute the same gradients; build the towers with the "
                                  f"same function on shared variables.")
             stacked = array_ops.concat([array_ops.expand_dims(g, 0) for g in grads], axis=0)
-            averaged.append((math_ops.reduce_mean(stacked, 0), var))
+            averaged.append((reduction_ops.reduce_mean(stacked, 0), var))
     return averaged
 
 

@@ -318,7 +318,7 @@ def test_int32_matmul_on_gpu_without_soft_placement_raises():
 
 # --- output buffers reused across runs ---------------------------------------------------------------------------------
 def test_output_buffer_is_reused_only_when_nothing_holds_it():
-    from adplace.kernels.cpu import _FREE_REFS, OutputBuffer
+    from adplace.kernels.output_buffer import _FREE_REFS, OutputBuffer
     if _FREE_REFS is None:
         pytest.skip("reference counts do not prove an array is free on this Python")
     reuse = OutputBuffer()

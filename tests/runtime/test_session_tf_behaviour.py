@@ -395,3 +395,11 @@ def test_an_empty_graph_and_a_closed_session_are_runtime_errors():
     for use in (lambda: sess.run(c), lambda: sess.make_callable(c), lambda: sess.partial_run_setup([c])):
         with pytest.raises(RuntimeError, match="^Attempted to use a closed Session.$"):
             use()
+
+
+def test_shapes_that_do_not_broadcast_at_run_time_give_tfs_incompatible_shapes_error():
+    a = tf.placeholder(tf.float32)
+    b = tf.placeholder(tf.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"^Incompatible shapes: \[2\] vs. \[1,3\]\n") as info:
+        tf.Session().run(a + b, {a: [1.0, 2.0], b: [[1.0, 2.0, 3.0]]})
+    assert info.value.op.name == "add"

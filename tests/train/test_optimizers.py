@@ -1,4 +1,4 @@
-"""Tests for adplace/ops/training_ops.py, the training kernels of adplace/kernels/cpu.py, and the TF1 optimizers of
+"""Tests for adplace/ops/training_ops.py, the training kernels of adplace/kernels/state.py, and the TF1 optimizers of
 adplace/train (optimizer.py, slot_creator.py, gradient_descent.py, momentum.py, adam.py, rmsprop.py, adagrad.py,
 training_util.py).
 

@@ -97,15 +97,23 @@ def fully_connected(inputs, num_outputs: int, activation_fn=math_ops.relu, norma
                                   kernel_regularizer=weights_regularizer, bias_regularizer=biases_regularizer,
                                   trainable=trainable, name=sc.name, dtype=inputs.dtype.base_dtype, _scope=sc,
                                   _reuse=reuse)
-        outputs = layer.apply(inputs)
-        _add_variable_to_collections(layer.kernel, variables_collections, GraphKeys.WEIGHTS)
-        if layer.bias is not None:
-            _add_variable_to_collections(layer.bias, variables_collections, GraphKeys.BIASES)
-        if normalizer_fn is not None:
-            outputs = normalizer_fn(outputs, **(normalizer_params or {}))
-        if activation_fn is not None:
-            outputs = activation_fn(outputs)
-        return _collect_named_outputs(outputs_collections, outputs)
+        return _apply_layer(layer, inputs, normalizer_fn, normalizer_params, activation_fn, variables_collections,
+                            outputs_collections)
+
+
+def _apply_layer(layer, inputs: Tensor, normalizer_fn, normalizer_params, activation_fn, variables_collections,
+                 outputs_collections) -> Tensor:
+    """The tail of fully_connected and conv2d: apply `layer` (built without activation), file its weights and
+    biases in their collections, then the normalizer and the activation, and collect the output."""
+    outputs = layer.apply(inputs)
+    _add_variable_to_collections(layer.kernel, variables_collections, GraphKeys.WEIGHTS)
+    if layer.bias is not None:
+        _add_variable_to_collections(layer.bias, variables_collections, GraphKeys.BIASES)
+    if normalizer_fn is not None:
+        outputs = normalizer_fn(outputs, **(normalizer_params or {}))
+    if activation_fn is not None:
+        outputs = activation_fn(outputs)
+    return _collect_named_outputs(outputs_collections, outputs)
 
 
 def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None,
@@ -186,15 +194,8 @@ def convolution2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str 
             bias_initializer=biases_initializer, kernel_regularizer=weights_regularizer,
             bias_regularizer=biases_regularizer, trainable=trainable, name=sc.name, dtype=inputs.dtype.base_dtype,
             _scope=sc, _reuse=reuse)
-        outputs = layer.apply(inputs)
-        _add_variable_to_collections(layer.kernel, variables_collections, GraphKeys.WEIGHTS)
-        if layer.bias is not None:
-            _add_variable_to_collections(layer.bias, variables_collections, GraphKeys.BIASES)
-        if normalizer_fn is not None:
-            outputs = normalizer_fn(outputs, **(normalizer_params or {}))
-        if activation_fn is not None:
-            outputs = activation_fn(outputs)
-        return _collect_named_outputs(outputs_collections, outputs)
+        return _apply_layer(layer, inputs, normalizer_fn, normalizer_params, activation_fn, variables_collections,
+                            outputs_collections)
 
 
 conv2d = convolution2d

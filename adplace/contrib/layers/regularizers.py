@@ -17,7 +17,7 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import add_to_collection, get_collection, name_scope
 from adplace.framework.graph import GraphKeys
 from adplace.framework.operation import Tensor
-from adplace.ops import constant_op, math_ops, nn_ops
+from adplace.ops import constant_op, math_ops, nn_ops, reduction_ops
 
 
 Regularizer = Callable[[Tensor], "Tensor | None"]
@@ -49,7 +49,7 @@ def l1_regularizer(scale, scope: str | None = None) -> Regularizer:
     def l1(weights, name=None) -> Tensor:
         with name_scope(scope, "l1_regularizer", [weights]) as name:
             my_scale = convert_to_tensor(scale, dtype=weights.dtype.base_dtype, name="scale")
-            return math_ops.multiply(my_scale, math_ops.reduce_sum(math_ops.abs(weights)), name=name)
+            return math_ops.multiply(my_scale, reduction_ops.reduce_sum(math_ops.abs(weights)), name=name)
 
     return l1
 

@@ -1,0 +1,246 @@
+"""Kernels of the math ops (adplace.ops.math_ops, reduction_ops): elementwise unary and binary ops, integer
+divisions, MatMul, reductions, AddN, Cumsum/Cumprod, Cast and Range; same conventions as adplace.kernels.cpu."""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from adplace.framework.errors import InvalidArgumentError
+from adplace.framework.tensor_shape import dims_text
+from adplace.kernels import special
+from adplace.kernels.output_buffer import OutputBuffer
+from adplace.kernels.registration import GPU_ALL, GPU_FLOAT, GPU_NUMERIC, int_tuple, kernel, with_xp
+
+
+def _sigmoid(xp):
+    return lambda x: xp.exp(-xp.logaddexp(xp.zeros((), dtype=x.dtype), -x))
+
+
+# Elementwise ops by the name of their array-module function (NumPy and CuPy share the names), or a maker `xp -> fn`.
+UNARY_KERNELS = {
+    "Neg": "negative", "Abs": "abs", "Sign": "sign", "Square": "square", "Sqrt": "sqrt",
+    "Rsqrt": lambda xp: lambda x: 1 / xp.sqrt(x), "Reciprocal": "reciprocal", "Exp": "exp", "Log": "log",
+    "Log1p": "log1p", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": "tanh", "Sigmoid": _sigmoid,
+    "Relu": lambda xp: lambda x: xp.maximum(x, 0), "Floor": "floor", "Ceil": "ceil",
+    "Round": "round", "Rint": "rint", "Atan": "arctan", "Asin": "arcsin", "Acos": "arccos", "Sinh": "sinh",
+    "Cosh": "cosh", "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh", "Expm1": "expm1",
+    "Erf": special.erf, "Erfc": special.erfc, "Lgamma": special.lgamma, "Digamma": special.digamma,
+}
+BINARY_KERNELS = {
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide", "FloorDiv": "floor_divide",
+    "FloorMod": "mod", "Pow": "power", "Maximum": "maximum", "Minimum": "minimum",
+    "SquaredDifference": lambda xp: lambda x, y: xp.square(x - y), "Less": "less", "LessEqual": "less_equal",
+    "Greater": "greater", "GreaterEqual": "greater_equal", "Equal": "equal", "NotEqual": "not_equal",
+    "Atan2": "arctan2", "TruncateMod": "fmod", "Polygamma": special.polygamma,
+    "TruncateDiv": "true_divide",  # floats; integers: _truncate_div below
+    "DivNoNan": lambda xp: lambda x, y: xp.where(y == 0, xp.zeros((), dtype=xp.result_type(x, y)),
+                                                 x / xp.where(y == 0, xp.ones((), dtype=xp.result_type(y)), y)),
+    # gradients of unary ops from the forward output y and the gradient dy, in TF's (Eigen's) order of operations
+    "TanhGrad": lambda xp: lambda y, dy: dy * (1 - y * y), "SigmoidGrad": lambda xp: lambda y, dy: dy * y * (1 - y),
+    "SqrtGrad": lambda xp: lambda y, dy: 0.5 * dy / y, "RsqrtGrad": lambda xp: lambda y, dy: -0.5 * (dy * y) * (y * y),
+    "ReciprocalGrad": lambda xp: lambda y, dy: -y * y * dy,
+    "ReluGrad": lambda xp: lambda dy, features: dy * (features > 0),
+}
+
+
+def elementwise_fn(op_type: str, xp):
+    """The array-module function computing the elementwise op `op_type`."""
+    how = UNARY_KERNELS.get(op_type) or BINARY_KERNELS[op_type]
+    return getattr(xp, how) if isinstance(how, str) else how(xp)
+
+
+_INTEGER_DIVISIONS = ("FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod")
+for _op_type in (*UNARY_KERNELS, *BINARY_KERNELS):
+    if _op_type not in _INTEGER_DIVISIONS:
+        kernel(_op_type)(with_xp(functools.partial(elementwise_fn, _op_type)))
+
+
+def _truncate_div(xp):
+    """C's integer `/` (toward zero) without a float round trip, which loses int64 precision."""
+    def truncate_div(x, y):
+        q = xp.floor_divide(x, y)
+        return q + ((q * y != x) & ((x < 0) != (y < 0)))
+    return truncate_div
+
+
+def _integer_division(op, ctx):
+    """FloorDiv/FloorMod/TruncateDiv/TruncateMod: integer division by zero is an error in TF, not NumPy's silent 0.
+    Float FloorDiv is TF's floor(x / y) (NumPy's floor_divide differs where x / y rounds up to an integer: 1.0 // 0.1
+    is 9.0 there); float TruncateDiv is plain x / y, as TF's kernel."""
+    xp = ctx.xp
+    fn = _truncate_div(xp) if op._type == "TruncateDiv" and op._attrs["T"].is_integer else elementwise_fn(op._type, xp)
+    if not op._attrs["T"].is_integer:
+        return (lambda x, y: xp.floor(xp.true_divide(x, y))) if op._type == "FloorDiv" else fn
+
+    def divide(x, y):
+        if not xp.asarray(y).all() and xp.broadcast(x, y).size:  # an empty result divides nothing, as TF
+            raise InvalidArgumentError(None, op, "Integer division by zero")
+        return fn(x, y)
+    return divide
+
+
+for _op_type in _INTEGER_DIVISIONS:
+    kernel(_op_type)(_integer_division)
+
+
+@kernel("MatMul", gpu_types=GPU_FLOAT)
+def _matmul(op, ctx):
+    ta, tb = op._attrs["transpose_a"], op._attrs["transpose_b"]
+
+    reuse = OutputBuffer()
+    small = OutputBuffer.MIN_ELEMENTS if ctx.xp is np else math.inf  # CuPy's memory pool already reuses memory
+
+    def matmul(a, b):
+        a2, b2 = (a.T if ta else a), (b.T if tb else b)
+        if a2.ndim != 2 or b2.ndim != 2 or a2.shape[1] != b2.shape[0]:
+            raise InvalidArgumentError(None, op, f"Matrix size-incompatible: In[0]: {dims_text(a.shape)}, "
+                                       f"In[1]: {dims_text(b.shape)}")
+        rows, cols = a2.shape[0], b2.shape[1]
+        if rows * cols < small:
+            return a2 @ b2
+        out = reuse.get((rows, cols), a2.dtype if a2.dtype == b2.dtype else np.result_type(a2, b2))
+        return a2 @ b2 if out is None else np.matmul(a2, b2, out=out)
+    return matmul
+
+
+@kernel("BatchMatMulV2", gpu_types=GPU_FLOAT)
+def _batch_matmul(op, ctx):
+    adj_x, adj_y, xp = op._attrs["adj_x"], op._attrs["adj_y"], ctx.xp
+
+    def batch_matmul(x, y):
+        x2, y2 = (xp.swapaxes(x, -1, -2) if adj_x else x), (xp.swapaxes(y, -1, -2) if adj_y else y)
+        try:
+            return xp.matmul(x2, y2)
+        except ValueError:
+            raise InvalidArgumentError(None, op, f"In[0] and In[1] must have compatible batch dimensions and "
+                                       f"matrix sizes: {dims_text(x.shape)} vs. {dims_text(y.shape)}") \
+                from None
+    return batch_matmul
+
+
+def _reduction(name: str, integer_fn=None):
+    """Sum/Mean/Max/Min/Prod: `name` is the reducing function of the array-module namespace below."""
+    def factory(op, ctx):
+        keep, dtype, xp = op._attrs["keep_dims"], op._attrs["T"].as_numpy_dtype, ctx.xp
+        is_integer = op._attrs["T"].is_integer
+        reducer = getattr(_CPU_REDUCERS if xp is np else _ARRAY_REDUCERS, name)(xp)
+
+        def reduce(x, axis):
+            axes = int_tuple(axis)
+            if is_integer and integer_fn is not None:
+                return integer_fn(xp, x, axes, keep).astype(dtype)
+            return xp.asarray(reducer(x, axis=axes, keepdims=keep)).astype(dtype, copy=False)
+        return reduce
+    return factory
+
+
+def _extremum(name: str, lowest: bool):
+    """Max/Min; an empty reduction gives the identity (-inf/lowest for Max, +inf/highest for Min), as TF does."""
+    def make(xp):
+        fn = getattr(xp, name)
+
+        def reduce(x, axis, keepdims):
+            x = xp.asarray(x)
+            if x.size:
+                return fn(x, axis=axis, keepdims=keepdims)
+            info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+            identity = (-np.inf if lowest else np.inf) if x.dtype.kind == "f" else (info.min if lowest else info.max)
+            shape = np.empty(x.shape, np.bool_).sum(axis=axis, keepdims=keepdims).shape
+            return xp.full(shape, identity, dtype=x.dtype)
+        return reduce
+    return make
+
+
+def _mean(xp):
+    """np.mean without its Python overhead for float32/float64 (the sum divided by the count, as np.mean does)."""
+    def mean(x, axis, keepdims):
+        x = np.asarray(x)
+        if x.dtype.kind != "f" or x.dtype.itemsize < 4 or not x.size:
+            return np.mean(x, axis=axis, keepdims=keepdims)
+        total = np.add.reduce(x, axis=axis, keepdims=keepdims)
+        return total / x.dtype.type(x.size // max(np.size(total), 1))
+    return mean
+
+
+class _CPU_REDUCERS:  # noqa: N801 - a namespace of makers, looked up by name like the array module's functions
+    sum = staticmethod(lambda xp: np.add.reduce)  # the ufunc method skips np.sum's Python wrapper
+    mean = staticmethod(_mean)
+    prod = staticmethod(lambda xp: np.multiply.reduce)
+    max = staticmethod(_extremum("max", lowest=True))
+    min = staticmethod(_extremum("min", lowest=False))
+
+
+class _ARRAY_REDUCERS(_CPU_REDUCERS):  # noqa: N801 - any array module (CuPy): its own functions
+    sum = staticmethod(lambda xp: xp.sum)
+    mean = staticmethod(lambda xp: xp.mean)
+    prod = staticmethod(lambda xp: xp.prod)
+
+
+kernel("Sum")(_reduction("sum", lambda xp, x, a, k: xp.sum(x, axis=a, keepdims=k)))
+kernel("Mean")(_reduction("mean", lambda xp, x, a, k: xp.trunc(xp.mean(x, axis=a, keepdims=k))))
+kernel("Max")(_reduction("max"))
+kernel("Min")(_reduction("min"))
+kernel("Prod")(_reduction("prod", lambda xp, x, a, k: xp.prod(x, axis=a, keepdims=k)))
+
+
+def _add_n(xp):
+    def add_n(*xs):
+        """Sum of same-shaped tensors, accumulated in one buffer (no temporary per input)."""
+        if len(xs) == 1:
+            return xp.array(xs[0], copy=True)
+        total = xp.add(xs[0], xs[1])
+        if type(total) is not xp.ndarray:  # 0-d inputs give a NumPy scalar, which cannot be written in place
+            return functools.reduce(xp.add, xs[2:], total)
+        for x in xs[2:]:
+            xp.add(total, x, out=total)
+        return total
+    return add_n
+
+
+kernel("AddN")(with_xp(_add_n))
+
+
+def _cumulative(name: str, identity: int):
+    """Cumsum/Cumprod with TF's exclusive (shift in the identity) and reverse (run from the end) attributes."""
+    def factory(op, ctx):
+        exclusive, reverse, xp = op._attrs["exclusive"], op._attrs["reverse"], ctx.xp
+        fn = getattr(xp, name)
+
+        def cumulative(x, axis):
+            x, axis = xp.asarray(x), int_tuple(axis)[0]
+            if not -x.ndim <= axis < x.ndim:
+                raise InvalidArgumentError(None, op, f"axis {axis} is out of range for a tensor of rank {x.ndim}")
+            if reverse:
+                x = xp.flip(x, axis)
+            out = fn(x, axis=axis, dtype=x.dtype)
+            if exclusive and x.shape[axis]:
+                before = (slice(None),) * (axis % x.ndim)
+                head = xp.full_like(out[(*before, slice(0, 1))], identity)
+                out = xp.concatenate([head, out[(*before, slice(0, -1))]], axis=axis)
+            return xp.flip(out, axis) if reverse else out
+        return cumulative
+    return factory
+
+
+kernel("Cumsum")(_cumulative("cumsum", 0))
+kernel("Cumprod")(_cumulative("cumprod", 1))
+
+
+@kernel("Cast", gpu_types=GPU_ALL)
+def _cast(op, ctx):
+    dst, xp = op._attrs["DstT"].as_numpy_dtype, ctx.xp
+    return lambda x: xp.asarray(x).astype(dst)
+
+
+@kernel("Range", gpu_types=GPU_NUMERIC)
+def _range(op, ctx):
+    dtype, xp = op._outputs[0]._dtype.as_numpy_dtype, ctx.xp
+    return lambda start, limit, delta: xp.arange(_scalar(start), _scalar(limit), _scalar(delta), dtype=dtype)
+
+
+def _scalar(x):
+    """A 0-d value as a Python number (a CuPy 0-d array is fetched: range bounds are host values in TF)."""
+    return x.item() if hasattr(x, "item") else x
+

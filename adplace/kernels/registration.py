@@ -1,0 +1,66 @@
+"""How kernels are registered and built: `kernel` registers one factory for the CPU and (virtual and CUDA) GPUs,
+with TF's dtype sets; `fixed` and `with_xp` build the common factory shapes; `int_tuple` and `multi_output` are the
+helpers every kernel module shares.
+
+A kernel factory runs once per (op, session) when a plan is built and returns the function the hot loop calls:
+`factory(op, ctx) -> kernel(*inputs)`. Kernels are written against the array module `ctx.xp` (NumPy on the CPU and
+virtual GPUs, CuPy on a CUDA GPU) and never write an input in place, so outputs may alias inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.registry import register_kernel
+
+ALL = _dtypes.ALL
+GPU_ALL = ALL - {_dtypes.string}
+GPU_NUMERIC = _dtypes.FLOATING | _dtypes.COMPLEX | {_dtypes.int32, _dtypes.int64}  # int32 in host memory, as TF
+GPU_FLOAT = _dtypes.FLOATING | _dtypes.COMPLEX
+GPU_VARIABLE = _dtypes.FLOATING | _dtypes.COMPLEX | {_dtypes.int64, _dtypes.bool}  # TF has no int32 GPU variable
+
+
+NO_GPU = frozenset()
+
+
+def kernel(op_type: str, cpu_types=ALL, gpu_types=GPU_NUMERIC):
+    """Register one NumPy factory for the CPU and, with TF's GPU dtype set, for (virtual) GPUs.
+
+    A dtype set of None accepts every dtype (NoOp); `gpu_types=NO_GPU` registers no GPU kernel.
+    """
+    def decorate(factory):
+        register_kernel(op_type, "CPU", cpu_types)(factory)
+        if gpu_types is None or gpu_types:
+            register_kernel(op_type, "GPU", gpu_types)(factory)
+        return factory
+    return decorate
+
+
+def fixed(fn):
+    """A factory for kernels that need nothing from the op or the device."""
+    return lambda op, ctx: fn
+
+
+def with_xp(make):
+    """A factory for kernels that need only the device's array module: `make(xp) -> kernel`, built once per module."""
+    built = {}
+
+    def factory(op, ctx):
+        xp = ctx.xp
+        kernel = built.get(xp)
+        if kernel is None:
+            kernel = built[xp] = make(xp)
+        return kernel
+    return factory
+
+
+def int_tuple(axis) -> tuple:
+    """A scalar or vector of axes (or dims) as a tuple of Python ints; `tolist` is the fast way out of NumPy."""
+    if type(axis) is not np.ndarray and hasattr(axis, "get"):  # a device array (CuPy): shapes are tiny, fetch it
+        axis = axis.get()
+    return tuple(np.asarray(axis).ravel().tolist())
+
+
+def multi_output(pieces):
+    """A multi-output kernel's result: the pieces, or the one value itself (plans hold a 1-output op's value bare)."""
+    return pieces if len(pieces) != 1 else pieces[0]
