@@ -21,7 +21,7 @@ from adplace.framework.operation import NodeDef, Operation, Tensor
 from adplace.framework.session_stack import get_default_session
 from adplace.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import Dimension, TensorShape
-from adplace.gradients import AggregationMethod, UnconnectedGradients, gradients
+from adplace.gradients import AggregationMethod, UnconnectedGradients, custom_gradient, gradients, hessians
 from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - constant, array, random and NoOp kernels
 from adplace.kernels import math as _math_kernels  # noqa: F401 - elementwise, matmul, reduction, cast, ... kernels
 from adplace.kernels import state as _state_kernels  # noqa: F401 - variable and training-op kernels
@@ -43,6 +43,7 @@ from adplace.ops.math_ops import (acos, acosh, asin, asinh, atan, atan2, atanh, 
                                   erfc, expm1, lgamma, log_sigmoid, polygamma, realdiv, rint, round, saturate_cast,  # noqa: A004
                                   sinh, to_double, to_int32, to_int64, truncatediv, truncatemod)
 from adplace.ops.math_ops import is_finite, is_inf, is_nan
+from adplace.ops.math_ops import conj
 from adplace.ops.logical_ops import logical_and, logical_not, logical_or, logical_xor
 from adplace.ops.reduction_ops import (argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp,
                                        reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)

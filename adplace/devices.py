@@ -11,6 +11,8 @@ import functools
 import os
 from dataclasses import dataclass
 
+from adplace.framework.device_spec import canonical_name
+
 LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
 DEVICE_TYPE_PRIORITY = {"GPU": 210, "CPU": 70}  # TF's device factory priorities: GPU before CPU
 
@@ -143,3 +145,21 @@ def gpu_memory_info(device: Device) -> tuple[int, int]:
 def list_devices() -> list[Device]:
     """The devices a default session would get."""
     return local_devices()
+
+
+class DeviceAttributes:
+    """One entry of Session.list_devices() (TF's session._DeviceAttributes): the canonical device name, its type,
+    memory limit in bytes and incarnation.
+
+        _DeviceAttributes('/job:w/replica:0/task:3/cpu:1', 'CPU', 1337, 7).name   # '.../device:CPU:1'
+    """
+
+    __slots__ = ("name", "device_type", "memory_limit_bytes", "incarnation")
+
+    def __init__(self, name: str, device_type: str, memory_limit_bytes: int, incarnation: int):
+        self.name = canonical_name(name)
+        self.device_type, self.memory_limit_bytes, self.incarnation = device_type, memory_limit_bytes, incarnation
+
+    def __repr__(self) -> str:
+        return (f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes}, "
+                f"{self.incarnation})")

@@ -18,15 +18,21 @@ from __future__ import annotations
 import collections
 import contextlib
 import enum
+import functools
+import inspect
+import itertools
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
-from adplace.framework.default_graph import name_scope
+from adplace.framework.default_graph import get_default_graph, name_scope
+from adplace.framework.graph import GraphKeys
+from adplace.framework.registry import RegisterGradient
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_gradient_function
 from adplace.ops import array_grad, conv_grad, linalg_grad, math_grad, nn_grad  # noqa: F401 - register gradients
 from adplace.ops import array_ops, control_flow_ops, math_ops
 from adplace.ops.constant_op import constant
+from adplace.ops.variable_scope import get_variable_scope
 
 _DIFFERENTIABLE = _dtypes.FLOATING | _dtypes.COMPLEX
 
@@ -104,7 +110,7 @@ def _default_grad_ys(ys: list, grad_ys: list, colocate: bool) -> list:
         with _colocated(y.op, colocate):
             if grad_y is None:
                 if y.dtype.is_complex:
-                    raise TypeError(f"Gradients of complex tensors must set grad_ys (y.dtype = {y.dtype.name})")
+                    raise TypeError(f"Gradients of complex tensors must set grad_ys (y.dtype = {y.dtype!r})")
                 dims = array_ops.shape(y)  # TF's order: gradients/Shape, then gradients/grad_ys_<i>, then Fill
                 out.append(array_ops.fill(dims, constant(1, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")))
                 continue
@@ -221,7 +227,7 @@ def _op_input_grads(op: Operation, out_grads: list, differentiate: bool, gate: b
     for i, g in enumerate(out_grads):
         if g is None and _is_differentiable(op._outputs[i]):
             out_grads[i] = array_ops.zeros_like(op._outputs[i])
-    with name_scope(op.name + "_grad"):
+    with name_scope(op.name + "_grad"), op._graph._original_op(op):
         in_grads = _as_list(grad_fn(op, *out_grads))
         if len(in_grads) != len(op._inputs):
             raise ValueError(f"Num gradients {len(in_grads)} generated for op {op.node_def} do not match num "
@@ -240,3 +246,166 @@ def _result(grads: dict, x: Tensor, unconnected: UnconnectedGradients) -> Tensor
     if grad is None and unconnected is UnconnectedGradients.ZERO:
         return array_ops.zeros_like(x)
     return grad
+
+
+def _hessian_vector_product(ys, xs, v) -> list:
+    """d/dxs of sum(d(ys)/d(xs) * v): the Hessian of ys times the vectors v, without forming the Hessian
+    (TF's gradients_impl._hessian_vector_product). v is held constant (stop_gradient)."""
+    xs, v = _as_list(xs), _as_list(v)
+    if len(v) != len(xs):
+        raise ValueError("xs and v must have the same length.")
+    grads = gradients(ys, xs)
+    products = [math_ops.multiply(g, array_ops.stop_gradient(v_i)) for g, v_i in zip(grads, v) if g is not None]
+    return gradients(products, xs)
+
+
+def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool = False,
+             gate_gradients: bool = False, aggregation_method: int | None = None) -> list:
+    """For each x in xs, the Hessian of sum(ys) with respect to x, shaped x.shape + x.shape (tf.hessians).
+
+    TF builds a while_loop over the elements of x; adplace has no while_loop yet, so it differentiates each
+    element of the first gradient in turn, which needs x's shape fully defined at graph construction.
+
+    Raises:
+      ValueError: an x whose shape is not fully defined, or whose first gradient does not depend on x (as when
+        ys is x itself: TF's TensorArray.write of a None gradient fails the same way).
+    """
+    kwargs = {"colocate_gradients_with_ops": colocate_gradients_with_ops, "gate_gradients": gate_gradients,
+              "aggregation_method": aggregation_method}
+    xs = _as_list(xs)
+    with name_scope(name, "hessians", _as_list(ys) + xs):
+        result = []
+        for gradient, x in zip(gradients(ys, xs, **kwargs), xs):
+            x = convert_to_tensor(x)
+            if not x.shape.is_fully_defined():
+                raise ValueError(f"hessians() needs the shape of {x.name} fully defined; it is {x.shape}.")
+            if gradient is None:
+                raise ValueError(f"hessians(): {x.name} is not connected to ys, so it has no Hessian.")
+            flat = array_ops.reshape(gradient, [-1])
+            rows = []
+            for j in range(x.shape.num_elements()):
+                row = gradients(flat[j], x, **kwargs)[0]
+                if row is None:
+                    raise ValueError(f"hessians(): the gradient with respect to {x.name} does not depend on "
+                                     f"{x.name}, so its second derivative is undefined (None).")
+                rows.append(row)
+            result.append(array_ops.reshape(array_ops.stack(rows), x.shape.as_list() * 2))
+        return result
+
+
+_custom_gradient_ids = itertools.count()
+
+
+class _CustomGradient:
+    """The callable that @custom_gradient returns; binds `self` when it decorates a method."""
+
+    def __init__(self, f):
+        self._f = f
+        functools.update_wrapper(self, f)
+
+    def __get__(self, instance, owner):
+        return self if instance is None else _CustomGradient(self._f.__get__(instance, owner))
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise ValueError("The custom_gradient decorator currently supports keywords arguments only when eager "
+                             "execution is enabled.")
+        graph = get_default_graph()
+        args = [convert_to_tensor(a) for a in args]
+        variables_before = _variable_ids(graph)
+        result, grad_fn = self._f(*args)
+        if _variable_ids(graph) - variables_before:
+            raise TypeError("All variables used by a function wrapped with @custom_gradient must be "
+                            "`ResourceVariable`s. Ensure that no `variable_scope` is created with "
+                            "`use_resource=False`.")
+        _check_variables_argument(grad_fn)
+        flat_result = list(result) if isinstance(result, (list, tuple)) else [result]
+        n_results = len(flat_result)
+        grad_name = f"CustomGradient-{next(_custom_gradient_ids)}"
+
+        @RegisterGradient(grad_name)
+        def _grad(unused_op, *result_grads):
+            input_grads = grad_fn(*result_grads[:n_results])
+            input_grads = list(input_grads) if isinstance(input_grads, (list, tuple)) else [input_grads]
+            return [None] * n_results + input_grads
+
+        with graph.gradient_override_map({"IdentityN": grad_name}):
+            outputs = array_ops.identity_n(flat_result + args)[:n_results]
+        if isinstance(result, (list, tuple)):
+            return type(result)(outputs)
+        return outputs[0]
+
+
+def _variable_ids(graph) -> set:
+    return {id(v) for key in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.LOCAL_VARIABLES)
+            for v in graph.get_collection(key)}
+
+
+def _check_variables_argument(grad_fn) -> None:
+    """TF hands resource variables read by f to grad_fn(..., variables=...); adplace's reference variables are not
+    captured that way, so a grad_fn expecting them is TF's error outside a use_resource scope."""
+    params = inspect.signature(grad_fn).parameters.values()
+    wants_variables = any(p.name == "variables" or p.kind is p.VAR_KEYWORD for p in params)
+    if wants_variables and not getattr(get_variable_scope(), "use_resource", None):
+        raise TypeError("If using @custom_gradient with a function that uses variables, the enclosing variable "
+                        "scope must have use_resource=True.")
+
+
+def custom_gradient(f):
+    """Decorator giving `f` its own gradient (tf.custom_gradient).
+
+    `f(*tensors)` returns `(result, grad_fn)`: `result` a Tensor or a list/tuple of Tensors, and `grad_fn(*dys)`
+    the gradients with respect to f's tensor arguments (one per argument; None where nothing flows). Inside
+    tf.gradients the ops f built are not differentiated; grad_fn is called instead. Graph mode only, positional
+    tensor arguments only (as in TF's graph mode).
+
+        @tf.custom_gradient
+        def log1pexp(x):
+            e = tf.exp(x)
+            return tf.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))    # stable for large x
+    """
+    return _CustomGradient(f)
+
+
+_VARIABLE_OP_TYPES = ("VariableV2", "Variable", "VarHandleOp")
+
+
+def _flatten(structure) -> list:
+    """The tensors of a tensor, list, tuple or dict (values in sorted-key order, as tf.nest does)."""
+    if isinstance(structure, dict):
+        return [t for key in sorted(structure) for t in _flatten(structure[key])]
+    if isinstance(structure, (list, tuple)):
+        return [t for item in structure for t in _flatten(item)]
+    return [structure]
+
+
+def get_dependent_variables(input_ops, output_ops) -> list:
+    """The trainable variables the outputs depend on through differentiable tensors, not through the inputs
+    (TF's custom_gradient.get_dependent_variables: what a custom gradient must also differentiate).
+
+        y = tf.identity(x) + v            # v a trainable Variable
+        get_dependent_variables([x], [y]) == [v]; with x = v * 5.0 the inputs cut v off: []
+    """
+    stop = {id(convert_to_tensor(t)) for t in _flatten(input_ops)}
+    pending = [convert_to_tensor(t) for t in _flatten(output_ops)]
+    seen_ops: set = set()
+    found = []
+    while pending:
+        t = pending.pop()
+        if id(t) in stop or not _is_differentiable(t) or t._op in seen_ops:
+            continue
+        seen_ops.add(t._op)
+        if t._op.type in _VARIABLE_OP_TYPES:
+            found.append(t._op)
+        pending.extend(t._op._inputs)
+    variables = (_trainable_variable_named(op) for op in found)
+    return [v for v in variables if v is not None]
+
+
+def _trainable_variable_named(var_op: Operation):
+    candidates = [v for v in var_op.graph.get_collection(GraphKeys.GLOBAL_VARIABLES) if v.op is var_op]
+    if not candidates:
+        raise ValueError(f"Unsuccessful at finding variable {var_op.name}.")
+    trainable = set(map(id, var_op.graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)))
+    candidates = [v for v in candidates if id(v) in trainable]
+    return candidates[0] if candidates else None

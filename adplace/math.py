@@ -18,6 +18,8 @@ from adplace.ops.math_ops import (abs, add, add_n, ceil, cos, cumprod, cumsum, d
 from adplace.ops.reduction_ops import (argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp,
                                        reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)
 from adplace.ops.segment_ops import unsorted_segment_sum
+from adplace.ops.reduction_ops import reduce_euclidean_norm
+from adplace.ops.math_ops import conj
 
 mod = floormod
 
@@ -32,3 +34,4 @@ __all__ = ["abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "count_nonz
 __all__ += ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cosh", "digamma", "div_no_nan", "erf", "erfc",
             "expm1", "lgamma", "log_sigmoid", "polygamma", "realdiv", "rint", "round", "sinh", "top_k", "truncatediv",
             "truncatemod"]
+__all__ += ["conj", "reduce_euclidean_norm"]

@@ -344,3 +344,139 @@ def test_gradients_of_another_graph_than_the_default_are_built_in_that_graph():
     assert dx.graph is g1 and tf.get_default_graph().get_operations() == []
     with tf.Session(graph=g1) as sess:
         np.testing.assert_allclose(sess.run(dx, {x: [0.0, 0.0]}), [1.0, 2.0])
+
+
+# --- tf.hessians, the Hessian-vector product, _original_op and the complex-ys message ------------------------------
+
+def test_hessians_of_a_quadratic_form_and_of_a_matrix_variable():
+    rng = np.random.RandomState(7)
+    a = rng.randn(3, 3).astype(np.float32)
+    x0 = rng.randn(3).astype(np.float32)
+    with tf.Graph().as_default():
+        x = tf.constant(x0)
+        quad = tf.reduce_sum(x[:, None] * tf.constant(a) * x[None, :])
+        m = tf.constant(rng.randn(2, 3).astype(np.float32))
+        half_sq = tf.reduce_sum(tf.matmul(tf.transpose(m), m) * 0.5)
+        hess_x, = tf.hessians(quad, x)
+        hess_m, = tf.hessians(half_sq, [m])
+        with tf.Session() as sess:
+            hx, hm = sess.run([hess_x, hess_m])
+    np.testing.assert_allclose(hx, a + a.T, rtol=1e-5)
+    assert hm.shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(hm.reshape(6, 6), np.kron(np.eye(2), np.ones((3, 3))), rtol=1e-6)
+
+
+def test_hessians_reject_unknown_shapes_and_unconnected_second_derivatives():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="fully defined"):
+            tf.hessians(tf.placeholder(tf.float32, None) * 2.0, tf.placeholder(tf.float32, None))
+        x = tf.placeholder(tf.float32, [2, 2])
+        with pytest.raises(ValueError, match="second derivative"):
+            tf.hessians(x, x)
+
+
+def test_hessian_vector_product_matches_explicit_hessian():
+    from adplace.gradients import _hessian_vector_product
+    rng = np.random.RandomState(3)
+    a, v0, x0 = rng.randn(4, 4), rng.randn(4, 1), rng.randn(4, 1)
+    with tf.Graph().as_default():
+        x = tf.constant(x0)
+        xax = tf.matmul(tf.transpose(x), tf.matmul(tf.constant(a), x))
+        hv, = _hessian_vector_product(xax, [x], [tf.constant(v0)])
+        with tf.Session() as sess:
+            np.testing.assert_allclose(sess.run(hv), (a + a.T) @ v0, rtol=1e-10)
+
+
+def test_gradient_ops_record_their_forward_op_as_original_op():
+    with tf.Graph().as_default():
+        w = tf.constant(np.ones((3, 2), np.float32))
+        xw = tf.matmul(tf.constant(np.ones((4, 3), np.float32)), w, name="xw")
+        dw, = tf.gradients(xw, w)
+    assert dw.op.type == "MatMul" and dw.op._original_op is xw.op
+    assert xw.op._original_op is None
+
+
+def test_complex_ys_need_grad_ys_and_the_message_names_the_dtype_as_tf_does():
+    with tf.Graph().as_default():
+        x = tf.constant(1 + 2j, dtype=tf.complex64)
+        with pytest.raises(TypeError, match=r"must set grad_ys \(y\.dtype = tf\.complex64\)"):
+            tf.gradients(tf.square(x), x)
+
+
+# --- gradient_override_map, tf.custom_gradient, get_dependent_variables -------------------------------------------
+
+def test_gradient_override_map_swaps_the_gradient_of_ops_built_in_the_block():
+    @tf.RegisterGradient("TestTripleSquareGrad")
+    def _triple(op, grad):
+        return [3.0 * grad]
+
+    with tf.Graph().as_default() as g:
+        x = tf.constant(2.0)
+        with g.gradient_override_map({"Square": "TestTripleSquareGrad"}):
+            overridden = tf.square(x)
+        plain = tf.square(x)
+        assert overridden.op.get_attr("_gradient_op_type") == "TestTripleSquareGrad"
+        with pytest.raises(ValueError, match="has no attr"):
+            plain.op.get_attr("_gradient_op_type")
+        with pytest.raises(TypeError, match="mapping strings to strings"):
+            with g.gradient_override_map({"Square": 1}):
+                pass
+        with tf.Session() as sess:
+            assert sess.run(tf.gradients(overridden, x)) == [3.0]
+            assert sess.run(tf.gradients(plain, x)) == [4.0]
+
+
+def test_custom_gradient_replaces_the_gradient_of_the_wrapped_function():
+    @tf.custom_gradient
+    def clipped_identity(x):
+        return tf.identity(x), lambda dy: tf.clip_by_value(dy, -1.0, 1.0)
+
+    @tf.custom_gradient
+    def swapped_product(a, b):
+        return a * b, lambda dy: [dy * a, dy * b]          # deliberately swapped, so the rule is visibly used
+
+    class Model:
+        @tf.custom_gradient
+        def double(self, x):
+            return 2.0 * x, lambda dy: [10.0 * dy]
+
+    with tf.Graph().as_default():
+        x, a, b = tf.constant(3.0), tf.constant(3.0), tf.constant(5.0)
+        dx, = tf.gradients(5.0 * clipped_identity(x), x)
+        da, db = tf.gradients(swapped_product(a, b), [a, b])
+        dm, = tf.gradients(Model().double(x), x)
+        with tf.Session() as sess:
+            assert sess.run([dx, da, db, dm]) == [1.0, 3.0, 5.0, 10.0]
+        with pytest.raises(ValueError, match="keywords arguments only when eager"):
+            swapped_product(a, b=b)
+
+
+def test_custom_gradient_rejects_variables_it_cannot_hand_to_grad_fn():
+    @tf.custom_gradient
+    def makes_a_variable(x):
+        v = tf.Variable(1.0)
+        return x * v, lambda dy: [dy]
+
+    @tf.custom_gradient
+    def wants_variables(x):
+        return tf.identity(x), lambda dy, variables=None: [dy]
+
+    with tf.Graph().as_default():
+        with pytest.raises(TypeError, match="must be `ResourceVariable`s"):
+            makes_a_variable(tf.constant(1.0))
+        with pytest.raises(TypeError, match="must have use_resource=True"):
+            wants_variables(tf.constant(1.0))
+
+
+def test_get_dependent_variables_follows_differentiable_paths_to_trainable_variables():
+    from adplace.gradients import get_dependent_variables
+    with tf.Graph().as_default():
+        v = tf.Variable(100.0)
+        frozen = tf.Variable(1.0, trainable=False)
+        x = tf.constant(2.0)
+        assert get_dependent_variables([x], [tf.identity(x) + 5.0 + v + frozen]) == [v]
+        cut = tf.identity(v) * 5.0
+        assert get_dependent_variables([cut], [cut + 1.0]) == []
+        assert get_dependent_variables({"x": x}, {"y": x + v}) == [v]
+        shaped = tf.Variable(tf.zeros([3]))
+        assert get_dependent_variables([x], [x + tf.ones_like(shaped)]) == []   # only through a shape

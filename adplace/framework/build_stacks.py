@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from adplace.framework.device_spec import DeviceSpec, canonical_name, merge_device
+from adplace.framework.device_spec import DeviceSpec, DeviceSpecV2, canonical_name, merge_device
 from adplace.framework.operation import Operation
 
 if TYPE_CHECKING:
@@ -18,14 +18,14 @@ class DeviceEntry:
     __slots__ = ("function", "is_null_merge", "is_user_function")
 
     def __init__(self, device):
-        self.is_user_function = callable(device) and not isinstance(device, (str, DeviceSpec))
-        spec_text = canonical_name(device) if isinstance(device, (str, DeviceSpec)) else None
+        self.is_user_function = callable(device) and not isinstance(device, (str, DeviceSpecV2))
+        spec_text = canonical_name(device) if isinstance(device, (str, DeviceSpecV2)) else None
         self.is_null_merge = spec_text == ""
         if device is None:
             self.function = None
         elif self.is_user_function:
             self.function = device
-        elif isinstance(device, (str, DeviceSpec)):
+        elif isinstance(device, (str, DeviceSpecV2)):
             self.function = merge_device(DeviceSpec.from_string(spec_text))
         else:
             raise TypeError(f"tf.device() takes a string, a DeviceSpec, a function or None; got {device!r}")
@@ -74,3 +74,5 @@ class ThreadState(threading.local):
     def __init__(self):
         self.name_stack = ""
         self.stacks: BuildStacks | None = None
+        self.original_op = None  # the forward op whose gradient is being built (Graph._original_op)
+        self.gradient_override_map: dict[str, str] = {}  # op type -> gradient registered under another name

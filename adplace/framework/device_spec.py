@@ -8,7 +8,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-__all__ = ["DeviceSpec", "canonical_name", "merge_device", "full_name_matches"]
+__all__ = ["DeviceSpec", "DeviceSpecV1", "DeviceSpecV2", "canonical_name", "check_valid", "merge_device",
+           "full_name_matches"]
 
 _VALID_DEVICE_TYPES = frozenset({"CPU", "GPU", "TPU", "CUSTOM", "EPU"})
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
@@ -87,7 +88,7 @@ def _components_to_string(comps: _Components) -> str:
 def _components_of(spec: Any) -> _Components:
     if spec is None:  # TF parses `spec or ""`: None is the empty spec
         return (None, None, None, None, None)
-    if isinstance(spec, DeviceSpec):
+    if isinstance(spec, DeviceSpecV2):
         return (spec.job, spec.replica, spec.task, spec.device_type,
                 spec.device_index)
     if not isinstance(spec, str):
@@ -96,24 +97,28 @@ def _components_of(spec: Any) -> _Components:
     return _string_to_components(spec)
 
 
-def _field(name: str, convert: Callable[[Any], Any], doc: str) -> property:
-    """Build a field property whose setter converts and re-caches the string."""
+def _field(name: str, doc: str) -> property:
+    """A read-only field of an immutable DeviceSpecV2."""
     attr = "_" + name
+    return property(lambda self: getattr(self, attr), doc=doc)
 
-    def fget(self: DeviceSpec) -> Any:
-        return getattr(self, attr)
 
-    def fset(self: DeviceSpec, value: Any) -> None:
+def _settable(name: str, convert: Callable[[Any], Any]) -> property:
+    """The same field made settable (DeviceSpecV1): the setter converts and re-caches the string."""
+    attr = "_" + name
+    base = getattr(DeviceSpecV2, name)
+
+    def fset(self: DeviceSpecV1, value: Any) -> None:
         setattr(self, attr, convert(value))
         self._refresh()
 
-    return property(fget, fset, doc=doc)
+    return base.setter(fset)
 
 
-class DeviceSpec:
-    """A (possibly partial) device specification; mutable, like TF1's.
+class DeviceSpecV2:
+    """A (possibly partial) device specification; immutable, like TF2's ``tf.DeviceSpec``.
 
-    >>> DeviceSpec(job="ps", device_type="gpu", device_index=0).to_string()
+    >>> DeviceSpecV2(job="ps", device_type="gpu", device_index=0).to_string()
     '/job:ps/device:GPU:0'
     """
 
@@ -134,13 +139,11 @@ class DeviceSpec:
         self._as_string = _components_to_string(_components_of(self))
         self._hash = hash(self._as_string)
 
-    job = _field("job", _str_or_none, "Job name, or None.")
-    replica = _field("replica", _int_or_none, "Replica index, or None.")
-    task = _field("task", _int_or_none, "Task index, or None.")
-    device_type = _field("device_type", _device_type_or_none,
-                         'Device type such as "CPU" or "GPU", or None.')
-    device_index = _field("device_index", _int_or_none,
-                          "Device index, or None for any index.")
+    job = _field("job", "Job name, or None.")
+    replica = _field("replica", "Replica index, or None.")
+    task = _field("task", "Task index, or None.")
+    device_type = _field("device_type", 'Device type such as "CPU" or "GPU", or None.')
+    device_index = _field("device_index", "Device index, or None for any index.")
 
     def to_string(self) -> str:
         """Return the canonical text form.
@@ -151,7 +154,7 @@ class DeviceSpec:
         return self._as_string
 
     @classmethod
-    def from_string(cls, spec: str | DeviceSpec | None) -> DeviceSpec:
+    def from_string(cls, spec: str | DeviceSpecV2 | None) -> DeviceSpecV2:
         """Build a spec from text (or copy a DeviceSpec; None is the empty spec); raises ValueError.
 
         >>> DeviceSpec.from_string("/task:1/job:ps").to_string()  # reordered
@@ -159,7 +162,60 @@ class DeviceSpec:
         """
         return cls(*_components_of(spec))
 
-    def parse_from_string(self, spec: str | DeviceSpec | None) -> DeviceSpec:
+    def parse_from_string(self, spec: str | DeviceSpecV2 | None) -> DeviceSpecV2:
+        """Return a new spec parsed from ``spec``; this immutable spec is left as it was (TF2 behaviour)."""
+        return self.from_string(spec)
+
+    def make_merged_spec(self, dev: DeviceSpecV2) -> DeviceSpecV2:
+        """Return a new spec where every set field of ``dev`` wins.
+
+        >>> DeviceSpec(job="ps").make_merged_spec(
+        ...     DeviceSpec(device_type="GPU", device_index=1)).to_string()
+        '/job:ps/device:GPU:1'
+        """
+        mine = _components_of(self)
+        return type(self)(*(theirs if theirs is not None else own
+                            for own, theirs in zip(mine, _components_of(dev))))
+
+    def replace(self, **kwargs: Any) -> DeviceSpecV2:
+        """Return a new spec with the given fields replaced (None clears).
+
+        >>> DeviceSpec(job="ps", task=1).replace(task=None).to_string()
+        '/job:ps'
+        """
+        fields = {name: getattr(self, name) for name in _FIELDS}
+        fields.update(kwargs)
+        return type(self)(**fields)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeviceSpecV2):
+            return NotImplemented
+        return self._as_string == other._as_string
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS)
+        return f"<DeviceSpec({args})>"
+
+
+class DeviceSpecV1(DeviceSpecV2):
+    """TF1's ``tf.DeviceSpec``: a DeviceSpecV2 whose fields can be set and which parses and merges in place.
+
+    >>> s = DeviceSpec(job="ps"); s.task = 1; s.to_string()
+    '/job:ps/task:1'
+    """
+
+    __slots__ = ()
+
+    job = _settable("job", _str_or_none)
+    replica = _settable("replica", _int_or_none)
+    task = _settable("task", _int_or_none)
+    device_type = _settable("device_type", _device_type_or_none)
+    device_index = _settable("device_index", _int_or_none)
+
+    def parse_from_string(self, spec: str | DeviceSpecV2 | None) -> DeviceSpecV1:
         """Set every field from ``spec`` (fields it omits become None), as TF 1.14+ does; return self.
 
         The spec is parsed before anything changes, so an invalid one leaves this spec as it was.
@@ -172,53 +228,20 @@ class DeviceSpec:
         self._refresh()
         return self
 
-    def make_merged_spec(self, dev: DeviceSpec) -> DeviceSpec:
-        """Return a new spec where every set field of ``dev`` wins.
-
-        >>> DeviceSpec(job="ps").make_merged_spec(
-        ...     DeviceSpec(device_type="GPU", device_index=1)).to_string()
-        '/job:ps/device:GPU:1'
-        """
-        merged = self.from_string(self)
-        merged.merge_from(dev)
-        return merged
-
-    def merge_from(self, dev: DeviceSpec) -> None:
+    def merge_from(self, dev: DeviceSpecV2) -> None:
         """Overwrite this spec's fields with the set fields of ``dev``.
 
         >>> s = DeviceSpec(job="ps", task=0); s.merge_from(DeviceSpec(task=3))
         >>> s.to_string()  # task replaced, job kept
         '/job:ps/task:3'
         """
-        self._merge_components(_components_of(dev))
-
-    def _merge_components(self, comps: _Components) -> None:
-        for name, value in zip(_FIELDS, comps):
+        for name, value in zip(_FIELDS, _components_of(dev)):
             if value is not None:
                 setattr(self, "_" + name, value)
         self._refresh()
 
-    def replace(self, **kwargs: Any) -> DeviceSpec:
-        """Return a new spec with the given fields replaced (None clears).
 
-        >>> DeviceSpec(job="ps", task=1).replace(task=None).to_string()
-        '/job:ps'
-        """
-        fields = {name: getattr(self, name) for name in _FIELDS}
-        fields.update(kwargs)
-        return type(self)(**fields)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeviceSpec):
-            return NotImplemented
-        return self._as_string == other._as_string
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS)
-        return f"<DeviceSpec({args})>"
+DeviceSpec = DeviceSpecV1
 
 
 @functools.lru_cache(maxsize=4096)
@@ -234,9 +257,14 @@ def canonical_name(device: str | DeviceSpec | None) -> str:
     """
     if device is None:
         return ""
-    if isinstance(device, DeviceSpec):
+    if isinstance(device, DeviceSpecV2):
         return device.to_string()
     return _canonical_string(device)
+
+
+def check_valid(spec: str) -> None:
+    """Raise ValueError when ``spec`` is not a valid device string (tf.python.framework.device.check_valid)."""
+    _components_of(spec)
 
 
 def merge_device(spec: str | DeviceSpec | None) -> Callable[[Any], str]:
@@ -253,7 +281,7 @@ def merge_device(spec: str | DeviceSpec | None) -> Callable[[Any], str]:
 
     def device_function(op_or_node_def: Any) -> str:
         current = getattr(op_or_node_def, "device", None) or ""
-        if isinstance(current, DeviceSpec):
+        if isinstance(current, DeviceSpecV2):
             return scope.make_merged_spec(current).to_string()
         merged = cache.get(current)
         if merged is None:
@@ -264,7 +292,7 @@ def merge_device(spec: str | DeviceSpec | None) -> Callable[[Any], str]:
     return device_function
 
 
-def full_name_matches(spec: DeviceSpec, job: str, replica: int, task: int,
+def full_name_matches(spec: DeviceSpecV2, job: str, replica: int, task: int,
                       device_type: str, device_index: int) -> bool:
     """Return True when every set field of ``spec`` equals the given value.
 

@@ -75,6 +75,10 @@ class DType:
     def __repr__(self) -> str:
         return f"tf.{self._name}"
 
+    def __str__(self) -> str:
+        """TF's form in "%s" messages: <dtype: 'float32'> (repr stays tf.float32)."""
+        return f"<dtype: '{self._name}'>"
+
     def __reduce__(self):
         return as_dtype, (self._name,)
 

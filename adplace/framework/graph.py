@@ -13,7 +13,7 @@ import threading
 from typing import Iterable
 
 from adplace.framework.build_stacks import BuildStacks, ControlDependencies, DeviceEntry, ThreadState
-from adplace.framework.device_spec import DeviceSpec
+from adplace.framework.device_spec import DeviceSpecV2
 from adplace.framework.dtypes import as_dtype
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_op_def
@@ -123,6 +123,8 @@ class Graph:
             if t._op._graph is not self:
                 raise ValueError(f"Tensor {t.name!r} must be from the same graph as op {op_type!r}.")
         attrs = {} if attrs is None else attrs
+        if isinstance(name, bytes):  # TF accepts bytes names and stores text (op.name is always str)
+            name = name.decode()
         checks = (output_dtypes, input_types)
         with self._lock:
             claimed: list = []  # name-counter entries to give back if the op is not built
@@ -170,6 +172,9 @@ class Graph:
         stacks = self._stacks
         control_inputs = self._control_inputs_for(inputs, stacks) if stacks.control_stack else []
         op = Operation(self, op_type, name, inputs, attrs, control_inputs, output_specs, op_def)
+        override = self._state.gradient_override_map.get(op_type)
+        if override is not None:
+            op._attrs = {**op._attrs, "_gradient_op_type": override}
         device_stack, colocation_stack = stacks.device_stack if compute_device else [], stacks.colocation_stack
         if op_def.ref_inputs:  # TF's _MaybeColocateWith(ref inputs): colocate_with clears the device stack
             device_stack = []
@@ -197,7 +202,7 @@ class Graph:
             if entry.function is None:
                 break
             result = entry.function(op)
-            if result is not None and not isinstance(result, (str, DeviceSpec)):
+            if result is not None and not isinstance(result, (str, DeviceSpecV2)):
                 raise TypeError(f"Device function {_function_name(entry.function)} returned {_short_repr(result)} "
                                 f"(type {type(result).__name__}) for op '{op.name}' ({op.type}); it must return a "
                                 f"device string, a DeviceSpec or None (such as '/device:GPU:0'). The op was not "
@@ -258,6 +263,37 @@ class Graph:
     def get_name_scope(self) -> str:
         """The current name scope without a trailing slash ("" at the top level)."""
         return self._state.name_stack
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict):
+        """Ops of the mapped types created in the block use the gradient registered under the mapped name
+        (tf.Graph.gradient_override_map); the name is kept in the op's "_gradient_op_type" attr, as in TF.
+
+            @tf.RegisterGradient("CustomSquare")
+            def _custom_square_grad(op, grad): ...
+            with g.gradient_override_map({"Square": "CustomSquare"}):
+                s = tf.square(x)          # tf.gradients(s, x) calls _custom_square_grad
+        """
+        if not isinstance(op_type_map, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        state = self._state
+        saved = state.gradient_override_map
+        state.gradient_override_map = {**saved, **op_type_map}
+        try:
+            yield
+        finally:
+            state.gradient_override_map = saved
+
+    @contextlib.contextmanager
+    def _original_op(self, op: Operation):
+        """Ops created in the block record `op` as their `_original_op` (TF: the forward op of a gradient)."""
+        state = self._state
+        saved, state.original_op = state.original_op, op
+        try:
+            yield
+        finally:
+            state.original_op = saved
 
     @contextlib.contextmanager
     def name_scope(self, name: str | None):
@@ -504,6 +540,11 @@ class Graph:
 
     def __len__(self) -> int:
         return len(self._ops)
+
+    def __bool__(self) -> bool:
+        """Always true, as in TF (whose Graph has no __len__): `graph or tf.get_default_graph()` must keep an
+        empty graph."""
+        return True
 
 
 def _check_input_types(name: str, inputs: tuple, input_types) -> None:

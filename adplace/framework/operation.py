@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.device_spec import DeviceSpec, canonical_name
+from adplace.framework.device_spec import DeviceSpecV2, canonical_name
 from adplace.framework.session_stack import session_for
 from adplace.framework.tensor_shape import TensorShape, as_shape
 
@@ -146,7 +146,8 @@ class Operation:
     """A node of the graph: type, inputs, control inputs, attrs, outputs and the requested device."""
 
     __slots__ = ("_graph", "_name", "_type", "_inputs", "_control_inputs", "_outputs", "_attrs", "_device",
-                 "_device_text", "_id", "_colocation", "_consumers", "_control_outputs", "_op_def", "__weakref__")
+                 "_device_text", "_id", "_colocation", "_consumers", "_control_outputs", "_op_def", "_original_op",
+                 "__weakref__")
 
     def __init__(self, graph: Graph, op_type: str, name: str, inputs: tuple, attrs: dict, control_inputs: list,
                  output_specs: list, op_def):
@@ -154,6 +155,7 @@ class Operation:
         self._inputs, self._attrs, self._op_def = inputs, attrs, op_def
         self._device = self._device_text = ""
         self._colocation = ()
+        self._original_op = graph._state.original_op  # set while a gradient function builds this op
         self._consumers: list[Operation] = []
         self._control_outputs: list[Operation] = []
         seen = {id(t._op) for t in inputs}
@@ -205,7 +207,7 @@ class Operation:
     def _set_device(self, device) -> None:
         """Request `device`. `op.device` keeps the text as given (TF stores a device function's "/gpu:0"
         verbatim); placement and colocation compare the canonical form in `_device`."""
-        text = device.to_string() if isinstance(device, DeviceSpec) else device
+        text = device.to_string() if isinstance(device, DeviceSpecV2) else device
         self._device = canonical_name(text)
         self._device_text = text or ""
 

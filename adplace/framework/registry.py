@@ -136,12 +136,34 @@ def NotDifferentiable(op_type: str) -> None:  # noqa: N802 - TF's public name
 
 
 NoGradient = NotDifferentiable
+
+
+class RegisterShape:
+    """TF1's deprecated shape-function decorator (`ops.RegisterShape("MyOp")(shape_fn)`), kept so old code imports.
+
+    As in TF 1.x, where C++ shape functions took over, the function is only recorded: adplace computes shapes
+    with the `infer` function given to register_op.
+    """
+
+    registered: dict[str, Callable | None] = {}
+
+    def __init__(self, op_type: str):
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, f: Callable | None) -> Callable | None:
+        RegisterShape.registered.setdefault(self._op_type, f)
+        return f
 _MISSING = object()
 
 
 def get_gradient_function(op):
-    """The gradient function of op's type; None when not differentiable; LookupError when unregistered."""
-    fn = _GRADIENTS.get(op.type, _MISSING)
+    """The gradient function of op's type (or of the name gradient_override_map gave it); None when not
+    differentiable; LookupError when unregistered."""
+    attrs = getattr(op, "_attrs", None)
+    grad_type = attrs.get("_gradient_op_type", op.type) if attrs else op.type
+    fn = _GRADIENTS.get(grad_type, _MISSING)
     if fn is _MISSING:
-        raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
+        raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {grad_type})")
     return fn

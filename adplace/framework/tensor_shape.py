@@ -5,7 +5,13 @@ from typing import Iterable
 
 
 class Dimension:
-    """One dimension of a static shape; `value` is an int or None (unknown)."""
+    """One dimension of a static shape; `value` is an int or None (unknown).
+
+    Arithmetic with an unknown dimension gives an unknown one, and comparisons involving one give None (TF1):
+
+        Dimension(12) + 3 == Dimension(15)      # True
+        Dimension(None) < Dimension(3)          # None: undecidable
+    """
 
     __slots__ = ("_value",)
 
@@ -13,7 +19,15 @@ class Dimension:
         if isinstance(value, Dimension):
             value = value._value
         if value is not None:
-            value = int(value.__index__()) if hasattr(value, "__index__") else int(value)
+            if hasattr(value, "__index__"):
+                value = int(value.__index__())
+            elif isinstance(value, (str, bytes, int, float)):
+                number = int(value)
+                if not isinstance(value, (str, bytes)) and number != value:
+                    raise ValueError(f"Ambiguous dimension: {value}")
+                value = number
+            else:
+                raise TypeError(f"Cannot convert {value!r} (type {type(value).__name__}) to a Dimension")
             if value < 0:
                 raise ValueError(f"Dimension {value} must be >= 0")
         self._value = value
@@ -27,15 +41,22 @@ class Dimension:
 
     __index__ = __int__
 
-    def __eq__(self, other):
-        other = other._value if isinstance(other, Dimension) else other
+    def _compare(self, other, fn):
+        """fn(self, other) on known values; None when either is unknown; NotImplemented for a non-dimension."""
+        try:
+            other = as_dimension(other)._value
+        except (TypeError, ValueError):
+            return NotImplemented
         if self._value is None or other is None:
             return None
-        return self._value == other
+        return fn(self._value, other)
 
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return None if eq is None else not eq
+    __eq__ = lambda self, o: self._compare(o, lambda a, b: a == b)  # noqa: E731
+    __ne__ = lambda self, o: self._compare(o, lambda a, b: a != b)  # noqa: E731
+    __lt__ = lambda self, o: self._compare(o, lambda a, b: a < b)  # noqa: E731
+    __le__ = lambda self, o: self._compare(o, lambda a, b: a <= b)  # noqa: E731
+    __gt__ = lambda self, o: self._compare(o, lambda a, b: a > b)  # noqa: E731
+    __ge__ = lambda self, o: self._compare(o, lambda a, b: a >= b)  # noqa: E731
 
     def __hash__(self) -> int:
         return hash(self._value)
@@ -45,24 +66,55 @@ class Dimension:
 
     __str__ = lambda self: "?" if self._value is None else str(self._value)  # noqa: E731
 
-    def _arith(self, other, fn):
-        other = Dimension(other)._value
-        return Dimension(None if self._value is None or other is None else fn(self._value, other))
+    def _arith(self, other, fn, reflected: bool = False):
+        try:
+            other = as_dimension(other)._value
+        except (TypeError, ValueError):
+            return NotImplemented  # lets `dim * [4]` repeat the list, as with an int
+        if self._value is None or other is None:
+            return Dimension(None)
+        return Dimension(fn(other, self._value) if reflected else fn(self._value, other))
 
     __add__ = __radd__ = lambda self, o: self._arith(o, lambda a, b: a + b)  # noqa: E731
     __mul__ = __rmul__ = lambda self, o: self._arith(o, lambda a, b: a * b)  # noqa: E731
     __sub__ = lambda self, o: self._arith(o, lambda a, b: a - b)  # noqa: E731
+    __rsub__ = lambda self, o: self._arith(o, lambda a, b: a - b, reflected=True)  # noqa: E731
     __floordiv__ = lambda self, o: self._arith(o, lambda a, b: a // b)  # noqa: E731
+    __rfloordiv__ = lambda self, o: self._arith(o, lambda a, b: a // b, reflected=True)  # noqa: E731
+    __mod__ = lambda self, o: self._arith(o, lambda a, b: a % b)  # noqa: E731
+    __rmod__ = lambda self, o: self._arith(o, lambda a, b: a % b, reflected=True)  # noqa: E731
+
+    def __truediv__(self, other):
+        raise TypeError("unsupported operand type(s) for /: 'Dimension' and "
+                        f"'{type(other).__name__}', please use // instead")
+
+    def __rtruediv__(self, other):
+        raise TypeError(f"unsupported operand type(s) for /: '{type(other).__name__}' and "
+                        "'Dimension', please use // instead")
 
     def is_compatible_with(self, other) -> bool:
         other = Dimension(other)._value
         return self._value is None or other is None or self._value == other
+
+    def assert_is_compatible_with(self, other) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {as_dimension(other)} are not compatible")
 
     def merge_with(self, other) -> "Dimension":
         other = Dimension(other)._value
         if not self.is_compatible_with(other):
             raise ValueError(f"Dimensions {self} and {other} are not compatible")
         return Dimension(self._value if self._value is not None else other)
+
+
+def as_dimension(value) -> Dimension:
+    """`value` as a Dimension (a Dimension is returned as is)."""
+    return value if isinstance(value, Dimension) else Dimension(value)
+
+
+def dimension_value(dimension):
+    """The int (or None) in a Dimension or a plain value (tf.compat.dimension_value)."""
+    return dimension.value if isinstance(dimension, Dimension) else dimension
 
 
 class TensorShape:
@@ -75,6 +127,8 @@ class TensorShape:
             self._dims = dims._dims
         elif dims is None:
             self._dims = None
+        elif isinstance(dims, (str, bytes)):
+            raise TypeError(f"A string has ambiguous TensorShape, please wrap in a list or convert to an int: {dims}")
         elif isinstance(dims, (int, Dimension)) or (hasattr(dims, "__index__") and getattr(dims, "ndim", 0) == 0):
             self._dims = (Dimension(dims)._value,)  # a NumPy integer scalar too; an int array is a list of dims
         else:
@@ -131,11 +185,42 @@ class TensorShape:
         if not self.is_compatible_with(other):
             raise ValueError(f"Shapes {self} and {as_shape(other)} are incompatible")
 
+    def assert_is_fully_defined(self) -> None:
+        if not self.is_fully_defined():
+            raise ValueError(f"Shape {self} is not fully defined")
+
+    def assert_has_rank(self, rank: int) -> None:
+        if self._dims is not None and len(self._dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def assert_same_rank(self, other) -> None:
+        other = as_shape(other)
+        if self._dims is not None and other._dims is not None and len(self._dims) != len(other._dims):
+            raise ValueError(f"Shapes {self} and {other} must have the same rank")
+
+    def most_specific_compatible_shape(self, other) -> "TensorShape":
+        """The most specific shape compatible with both: equal dims kept, others unknown; unknown rank if the
+        ranks differ or either is unknown. TensorShape([1, 2]) and [3, 2] give (?, 2)."""
+        other = as_shape(other)
+        if self._dims is None or other._dims is None or len(self._dims) != len(other._dims):
+            return unknown_shape()
+        return TensorShape([a if a == b else None for a, b in zip(self._dims, other._dims)])
+
     def with_rank(self, rank: int) -> "TensorShape":
         if self._dims is None:
             return TensorShape([None] * rank)
         if len(self._dims) != rank:
             raise ValueError(f"Shape {self} must have rank {rank}")
+        return self
+
+    def with_rank_at_least(self, rank: int) -> "TensorShape":
+        if self._dims is not None and len(self._dims) < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
+    def with_rank_at_most(self, rank: int) -> "TensorShape":
+        if self._dims is not None and len(self._dims) > rank:
+            raise ValueError(f"Shape {self} must have rank at most {rank}")
         return self
 
     def concatenate(self, other) -> "TensorShape":
@@ -169,6 +254,22 @@ class TensorShape:
             return NotImplemented
         return self._dims == other._dims
 
+    def __ne__(self, other):
+        """TF1: inequality with an unknown-rank shape is undefined (ValueError), though `==` answers."""
+        try:
+            other = as_shape(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        if self._dims is None or other._dims is None:
+            raise ValueError("The inequality of unknown TensorShapes is undefined.")
+        return self._dims != other._dims
+
+    def __add__(self, other) -> "TensorShape":
+        return self.concatenate(other)
+
+    def __radd__(self, other) -> "TensorShape":
+        return as_shape(other).concatenate(self)
+
     def __hash__(self) -> int:
         return hash(self._dims)
 
@@ -190,8 +291,25 @@ def as_shape(shape) -> TensorShape:
     return shape if isinstance(shape, TensorShape) else TensorShape(shape)
 
 
-def unknown_shape(rank: int | None = None) -> TensorShape:
+def unknown_shape(rank: int | None = None, ndims: int | None = None) -> TensorShape:
+    """A shape of unknown dims: unknown rank, or `rank` unknown dims (`ndims` is TF1's older name)."""
+    rank = ndims if rank is None else rank
     return TensorShape(None if rank is None else [None] * rank)
+
+
+def scalar() -> TensorShape:
+    """The shape of a scalar, ()."""
+    return TensorShape([])
+
+
+def vector(length) -> TensorShape:
+    """The shape of a vector of `length` elements (None: unknown)."""
+    return TensorShape([length])
+
+
+def matrix(rows, cols) -> TensorShape:
+    """The shape of a rows x cols matrix (either may be None)."""
+    return TensorShape([rows, cols])
 
 
 def dims_text(dims: Iterable | None) -> str:

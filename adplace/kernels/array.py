@@ -12,6 +12,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
+from adplace.kernels.math import reduction_axes
 from adplace.kernels.registration import GPU_ALL, NO_GPU, int_tuple, kernel, multi_output, with_xp
 
 INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
@@ -28,9 +29,28 @@ def _index_text(index: tuple) -> str:
 
 
 # --- array_ops ------------------------------------------------------------------------------------------------------
+def _batch_take(xp, params, indices, axis: int, batch_dims: int):
+    """np.take per batch element for the leading `batch_dims` dims, as one take: the batch is flattened and each
+    batch element's indices are offset to its own rows of the flattened gather axis."""
+    batch_shape = params.shape[:batch_dims]
+    batch = int(np.prod(batch_shape, dtype=np.int64))
+    middle = params.shape[batch_dims:axis]
+    size = params.shape[axis]
+    moved = xp.moveaxis(params.reshape((batch,) + params.shape[batch_dims:]), axis - batch_dims + 1, 1)
+    rows = moved.reshape((batch * size,) + middle + params.shape[axis + 1:])
+    flat_indices = indices.reshape((batch,) + indices.shape[batch_dims:])
+    offsets = (xp.arange(batch, dtype=flat_indices.dtype) * size).reshape((batch,) + (1,) * (flat_indices.ndim - 1))
+    out = xp.take(rows, flat_indices + offsets, axis=0)  # [batch] + index dims + middle + rest
+    n_index, n_middle = flat_indices.ndim - 1, len(middle)
+    perm = ([0] + list(range(1 + n_index, 1 + n_index + n_middle)) + list(range(1, 1 + n_index)) +
+            list(range(1 + n_index + n_middle, out.ndim)))
+    return xp.transpose(out, perm).reshape(batch_shape + middle + indices.shape[batch_dims:] +
+                                           params.shape[axis + 1:])
+
+
 @kernel("GatherV2", gpu_types=GPU_ALL)
 def _gather(op, ctx):
-    xp = ctx.xp
+    xp, batch_dims = ctx.xp, op._attrs.get("batch_dims", 0)
     on_host = xp is np
 
     def gather(params, indices, axis):
@@ -40,6 +60,23 @@ def _gather(op, ctx):
             raise InvalidArgumentError(None, op, f"Expected axis in the range [{-params.ndim}, {params.ndim}), but "
                                        f"got {axis}")
         axis %= params.ndim
+        if batch_dims:
+            indices = xp.asarray(indices)
+            if params.shape[:batch_dims] != indices.shape[:batch_dims]:
+                raise InvalidArgumentError(None, op, f"params.shape[:{batch_dims}] {dims_text(params.shape)} and "
+                                           f"indices.shape[:{batch_dims}] {dims_text(indices.shape)} must be equal")
+            bad = (indices < 0) | (indices >= params.shape[axis])
+            if on_host and bad.any():
+                at = _first_bad(bad)
+                raise InvalidArgumentError(None, op, f"indices{_index_text(at)} = {int(indices[at])} is not in "
+                                           f"[0, {params.shape[axis]})")
+            out = _batch_take(xp, params, xp.where(bad, 0, indices), axis, batch_dims)
+            if on_host:
+                return out
+            inside = ~bad  # TF's GPU kernel: zeros for an index out of range, no error
+            mask = inside.reshape(inside.shape[:batch_dims] + (1,) * (axis - batch_dims) +
+                                  inside.shape[batch_dims:] + (1,) * (params.ndim - axis - 1))
+            return xp.where(mask, out, xp.zeros((), dtype=out.dtype))
         limit = params.shape[axis]
         if on_host:
             indices = np.asarray(indices)
@@ -125,7 +162,7 @@ def _pairs(paddings, ndim: int, op) -> list:
 @kernel("Pad", gpu_types=GPU_ALL)
 def _pad(op, ctx):
     xp = ctx.xp
-    return lambda x, paddings: xp.pad(xp.asarray(x), _pairs(paddings, xp.ndim(x), op), mode="constant")
+    return lambda x, paddings: xp.pad(xp.asarray(x), _pairs(paddings, xp.ndim(x), op) or 0, mode="constant")
 
 
 @kernel("PadV2", gpu_types=GPU_ALL)
@@ -245,13 +282,13 @@ for _op_type, _fn in (("IsFinite", "isfinite"), ("IsNan", "isnan"), ("IsInf", "i
 @kernel("Any", {_dtypes.bool}, {_dtypes.bool})
 def _any(op, ctx):
     keep, xp = op._attrs["keep_dims"], ctx.xp
-    return lambda x, axis: xp.any(x, axis=int_tuple(axis), keepdims=keep)
+    return lambda x, axis: xp.any(x, axis=reduction_axes(op, axis, np.ndim(x)), keepdims=keep)
 
 
 @kernel("All", {_dtypes.bool}, {_dtypes.bool})
 def _all(op, ctx):
     keep, xp = op._attrs["keep_dims"], ctx.xp
-    return lambda x, axis: xp.all(x, axis=int_tuple(axis), keepdims=keep)
+    return lambda x, axis: xp.all(x, axis=reduction_axes(op, axis, np.ndim(x)), keepdims=keep)
 
 
 
@@ -332,7 +369,7 @@ def _lin_space(op, ctx):
 # --- sort_ops: TopKV2, Unique -----------------------------------------------------------------------------------------
 @kernel("TopKV2", _dtypes.FLOATING | _dtypes.INTEGER, _dtypes.FLOATING | set(INDEX_TYPES))
 def _top_k(op, ctx):
-    xp = ctx.xp
+    xp, index_type = ctx.xp, op._attrs.get("index_type", _dtypes.int32).as_numpy_dtype
 
     def top_k(x, k):
         x, k = xp.asarray(x), int(int_tuple(k)[0])
@@ -345,7 +382,7 @@ def _top_k(op, ctx):
         keys = ~x if x.dtype.kind in "iu" else -x  # descending; ~ reverses integers without overflow
         order = xp.argsort(keys, axis=-1, kind="stable") if xp is np else xp.argsort(keys, axis=-1)  # CuPy: stable
         indices = order[..., :k]
-        return xp.take_along_axis(x, indices, axis=-1), indices.astype(np.int32)
+        return xp.take_along_axis(x, indices, axis=-1), indices.astype(index_type)
     return top_k
 
 

@@ -233,7 +233,7 @@ def _conv2d_backprop_filter(op, ctx):
     return backprop_filter
 
 
-@kernel("Conv2DBackpropInput", FLOAT, FLOAT)
+@kernel("Conv2DBackpropInput", FLOAT | {_dtypes.int32}, FLOAT)
 def _conv2d_backprop_input(op, ctx):
     spec, xp, label = _Spec(op, None), ctx.xp, "Conv2DBackpropInput"
 

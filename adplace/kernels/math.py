@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
 from adplace.kernels import special
@@ -105,12 +106,15 @@ def _matmul(op, ctx):
     return matmul
 
 
+kernel("Conj", _dtypes.COMPLEX, _dtypes.COMPLEX)(with_xp(lambda xp: xp.conj))
+
+
 @kernel("BatchMatMulV2", gpu_types=GPU_FLOAT)
 def _batch_matmul(op, ctx):
     adj_x, adj_y, xp = op._attrs["adj_x"], op._attrs["adj_y"], ctx.xp
 
     def batch_matmul(x, y):
-        x2, y2 = (xp.swapaxes(x, -1, -2) if adj_x else x), (xp.swapaxes(y, -1, -2) if adj_y else y)
+        x2, y2 = (xp.conj(xp.swapaxes(x, -1, -2)) if adj_x else x), (xp.conj(xp.swapaxes(y, -1, -2)) if adj_y else y)
         try:
             return xp.matmul(x2, y2)
         except ValueError:
@@ -118,6 +122,20 @@ def _batch_matmul(op, ctx):
                                        f"matrix sizes: {dims_text(x.shape)} vs. {dims_text(y.shape)}") \
                 from None
     return batch_matmul
+
+
+def reduction_axes(op, axis, ndim: int) -> tuple:
+    """A reduction's axes as a tuple, with TF's run-time errors for an axis out of range or given twice."""
+    axes = int_tuple(axis)
+    seen = set()
+    for a in axes:
+        if not -ndim <= a < max(ndim, 1):
+            raise InvalidArgumentError(None, op, f"Invalid reduction dimension ({a} for input with {ndim} "
+                                       f"dimension(s)")
+        if a % max(ndim, 1) in seen:
+            raise InvalidArgumentError(None, op, f"Axes contains duplicate dimension: {a % max(ndim, 1)}")
+        seen.add(a % max(ndim, 1))
+    return axes
 
 
 def _reduction(name: str, integer_fn=None):
@@ -128,7 +146,7 @@ def _reduction(name: str, integer_fn=None):
         reducer = getattr(_CPU_REDUCERS if xp is np else _ARRAY_REDUCERS, name)(xp)
 
         def reduce(x, axis):
-            axes = int_tuple(axis)
+            axes = reduction_axes(op, axis, np.ndim(x))
             if is_integer and integer_fn is not None:
                 return integer_fn(xp, x, axes, keep).astype(dtype)
             return xp.asarray(reducer(x, axis=axes, keepdims=keep)).astype(dtype, copy=False)
@@ -164,8 +182,14 @@ def _mean(xp):
     return mean
 
 
+def _euclidean_norm(xp):
+    """sqrt(sum(x * conj(x))): TF's EuclideanNorm for float and complex inputs."""
+    return lambda x, axis, keepdims: xp.sqrt(xp.sum(x * xp.conj(x), axis=axis, keepdims=keepdims))
+
+
 class _CPU_REDUCERS:  # noqa: N801 - a namespace of makers, looked up by name like the array module's functions
     sum = staticmethod(lambda xp: np.add.reduce)  # the ufunc method skips np.sum's Python wrapper
+    euclidean_norm = staticmethod(_euclidean_norm)
     mean = staticmethod(_mean)
     prod = staticmethod(lambda xp: np.multiply.reduce)
     max = staticmethod(_extremum("max", lowest=True))
@@ -183,6 +207,9 @@ kernel("Mean")(_reduction("mean", lambda xp, x, a, k: xp.trunc(xp.mean(x, axis=a
 kernel("Max")(_reduction("max"))
 kernel("Min")(_reduction("min"))
 kernel("Prod")(_reduction("prod", lambda xp, x, a, k: xp.prod(x, axis=a, keepdims=k)))
+kernel("EuclideanNorm")(_reduction("euclidean_norm",
+                                   lambda xp, x, a, k: xp.floor(xp.sqrt(xp.sum(xp.square(x.astype(np.float64)),
+                                                                               axis=a, keepdims=k)))))
 
 
 def _add_n(xp):

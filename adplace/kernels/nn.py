@@ -120,12 +120,26 @@ def _xent(op, ctx):
         if len(shape) != 2:
             raise InvalidArgumentError(None, op, "logits and labels must be either 2-dimensional, or broadcasted to "
                                        "be 2-dimensional")
+        if shape[1] == 0:
+            raise InvalidArgumentError(None, op, "Must have at least one class, but got 0 classes")
         logits, labels = xp.broadcast_to(logits, shape), xp.broadcast_to(labels, shape)
         if logits.size == 0:
             return xp.zeros(shape[:1], logits.dtype), xp.zeros(shape, logits.dtype)
         shifted, log_sum = _shifted(xp, logits)
-        return xp.sum(labels * (log_sum - shifted), axis=-1), xp.exp(shifted - log_sum) - labels
+        probs = xp.exp(shifted - log_sum)
+        loss = xp.sum(labels * (log_sum - shifted), axis=-1)
+        if logits.dtype != np.float64:
+            return loss, probs - labels
+        return loss, _precise_backprop(xp, shifted, probs, labels)
     return xent
+
+
+def _precise_backprop(xp, shifted, probs, labels):
+    """probs - labels, with the entry of each row's largest logit taken as (1 - label) - (sum of the other probs):
+    for a confident row p = 1 - tail rounds to 1, and the naive p - 1 would lose the tail (float64, as TF)."""
+    is_top = xp.arange(shifted.shape[-1]) == xp.argmax(shifted, axis=-1)[:, None]
+    others = xp.sum(xp.where(is_top, 0, probs), axis=-1, keepdims=True)
+    return xp.where(is_top, (1 - labels) - others, probs - labels)
 
 
 @kernel("SparseSoftmaxCrossEntropyWithLogits", FLOAT, FLOAT)

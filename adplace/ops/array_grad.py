@@ -122,16 +122,44 @@ def _gather_grad(op, grad):
     """
     params, indices, axis_t = op._inputs
     axis, p_rank, i_rank = constant_value(axis_t), params._shape.ndims, indices._shape.ndims
-    if axis is None or p_rank is None or (int(axis) % p_rank != 0 and i_rank is None):
+    batch_dims = op._attrs.get("batch_dims", 0)
+    if axis is None or p_rank is None or ((int(axis) % p_rank != 0 or batch_dims) and i_rank is None):
         raise ValueError(f"The gradient of {op.name!r} (GatherV2) needs a constant axis and params and indices of "
                          "known rank; give them static shapes (tf.reshape or a placeholder shape).")
     axis = int(axis) % p_rank
+    if batch_dims:
+        return [_batch_gather_grad(params, indices, grad, axis, batch_dims), None, None]
     if axis == 0:
         return [segment_ops.unsorted_segment_sum(grad, indices, _dim_of(params, 0)), None, None]
     front = list(range(axis, axis + i_rank)) + list(range(axis)) + list(range(axis + i_rank, p_rank + i_rank - 1))
     summed = segment_ops.unsorted_segment_sum(array_ops.transpose(grad, front), indices, _dim_of(params, axis))
     back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, p_rank))
     return [array_ops.transpose(summed, back), None, None]
+
+
+def _batch_gather_grad(params, indices, grad, axis: int, batch_dims: int):
+    """The gradient of a gather with batch dims: `grad`'s index dims moved next to the batch dims, each batch
+    element's indices offset into its own rows of a flattened [batch * size] axis, summed there, then moved back."""
+    p_rank, i_rank = params._shape.ndims, indices._shape.ndims
+    n_middle, n_index = axis - batch_dims, i_rank - batch_dims
+    batch_axes = list(range(batch_dims))
+    index_axes = list(range(axis, axis + n_index))
+    middle_axes = list(range(batch_dims, axis))
+    rest_axes = list(range(axis + n_index, p_rank + n_index - 1))
+    grad = array_ops.transpose(grad, batch_axes + index_axes + middle_axes + rest_axes)
+    p_shape = shape(params, out_type=indices.dtype)
+    batch = reduction_ops.reduce_prod(p_shape[:batch_dims])
+    size = p_shape[axis]
+    flat_indices = reshape(indices, array_ops.stack([batch, -1]))
+    offsets = array_ops.expand_dims(math_ops.range(0, batch) * size, -1)
+    values_shape = array_ops.concat([[-1], shape(grad, out_type=indices.dtype)[batch_dims + n_index:]], 0)
+    summed = segment_ops.unsorted_segment_sum(reshape(grad, values_shape), reshape(flat_indices + offsets, [-1]),
+                                              batch * size)
+    moved_shape = array_ops.concat([p_shape[:batch_dims], [size], p_shape[batch_dims:axis], p_shape[axis + 1:]], 0)
+    summed = reshape(summed, moved_shape)  # [batch..., size, middle..., rest...]
+    back = (batch_axes + [batch_dims + 1 + i for i in range(n_middle)] + [batch_dims] +
+            list(range(batch_dims + 1 + n_middle, p_rank)))
+    return array_ops.transpose(summed, back)
 
 
 @RegisterGradient("SelectV2")

@@ -29,7 +29,10 @@ def _to_numpy(value, dtype: _dtypes.DType | None) -> np.ndarray:
                         "Use tf.identity (or tf.stack for a list of tensors) instead of tf.constant.")
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         array = np.asarray(value)
-        dtype = dtype or _default_dtype(array)
+        if dtype is None:
+            dtype = _default_dtype(array)
+        elif dtype is not _dtypes.string and array.dtype.kind not in "USO":
+            return np.array(array, dtype=dtype.as_numpy_dtype)  # TF casts NumPy values to the dtype asked for
     else:
         array = np.asarray(value)
         if array.dtype == object:
@@ -44,7 +47,7 @@ def _to_numpy(value, dtype: _dtypes.DType | None) -> np.ndarray:
                 dtype = _dtypes.as_dtype(array.dtype)
     if dtype.is_integer and array.dtype.kind in "fc" and not np.all(np.mod(array, 1) == 0):
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
-    if dtype.is_bool and array.dtype.kind not in "b":
+    if dtype.is_bool and array.dtype.kind not in "b" and array.size:
         raise TypeError(f"Expected bool, got {value!r} of type '{type(value).__name__}' instead.")
     if dtype is _dtypes.string:
         return _dtypes.string_array(value)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sized
 
+import numpy as np
+
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
@@ -21,6 +23,7 @@ from adplace.ops.op_builder import (apply_op_1, check_dtype, check_same_dtype, c
                                    shape_from_tensor, shapes_text)
 
 CONV_TYPES = _dtypes.FLOATING
+CONV_TRANSPOSE_TYPES = CONV_TYPES | {_dtypes.int32}  # conv2d_transpose also runs on int32 (CPU), as in TF
 MAX_POOL_TYPES = _dtypes.FLOATING | _dtypes.INTEGER
 AVG_POOL_TYPES = _dtypes.FLOATING
 LRN_TYPES = frozenset({_dtypes.float16, _dtypes.float32})
@@ -111,7 +114,7 @@ def _explicit_pairs(attrs: dict, data_format: str, fail) -> tuple:
 
 # --- Conv2D and its backprop ops -------------------------------------------------------------------------------------
 def _conv_attrs_check(op_type: str, attrs: dict, dtype) -> None:
-    check_dtype(op_type, "T", dtype, CONV_TYPES)
+    check_dtype(op_type, "T", dtype, CONV_TRANSPOSE_TYPES if op_type == "Conv2DBackpropInput" else CONV_TYPES)
     _check_choice(op_type, "padding", attrs["padding"], _CONV_PADDINGS)
     _check_choice(op_type, "data_format", attrs["data_format"], _CONV_FORMATS)
 
@@ -267,9 +270,21 @@ def _shape_of_sizes(sizes: Tensor) -> TensorShape:
     """The static shape an int32 sizes input describes; a tf.stack of scalars (`[tf.shape(x)[0], 14, 14, 32]`) gives
     its constant entries, as TF's MakeShapeFromShapeTensor does."""
     if sizes._op._type == "Pack" and sizes._op._inputs:
-        values = [constant_value(t) for t in sizes._op._inputs]
+        values = [_static_entry(t) for t in sizes._op._inputs]
         return TensorShape([None if v is None or int(v) < 0 else int(v) for v in values])
     return shape_from_tensor(sizes)
+
+
+def _static_entry(entry: Tensor):
+    """The value of one entry of a packed shape when the graph is built: a constant, or a constant-index slice of a
+    known shape (`tf.shape(x)[0]` where x's batch size is static), as TF's shape inference evaluates it."""
+    value = constant_value(entry)
+    op = entry._op
+    if value is None and op._type == "StridedSlice" and "slice_spec" in op._attrs:
+        spec, source = op._attrs["slice_spec"], constant_value(op._inputs[0])
+        if source is not None and all(isinstance(i, int) for i in spec):
+            value = np.asarray(source)[spec]
+    return value
 
 
 def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,  # noqa: A002

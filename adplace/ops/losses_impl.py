@@ -13,12 +13,13 @@ confusion_matrix.remove_squeezable_dimensions): `assert_broadcastable`, `broadca
 """
 from __future__ import annotations
 
-
+from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import add_to_collection, control_dependencies, get_collection, name_scope
 from adplace.framework.graph import GraphKeys
 from adplace.framework.operation import Operation, Tensor
-from adplace.ops import array_ops, cross_entropy_ops, math_ops, nn_impl, reduction_ops, selection_ops
+from adplace.ops import (array_ops, check_ops, cross_entropy_ops, logical_ops, math_ops, nn_impl, reduction_ops,
+                         selection_ops, slicing_ops)
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import no_op
 
@@ -49,10 +50,10 @@ _BROADCAST_ERROR = "weights can not be broadcast to values."
 
 
 def assert_broadcastable(weights, values) -> Operation:
-    """Check when the graph is built that `weights` broadcast to `values`: rank 0, or the same rank with each dim
-    1 or equal to the value's. Returns a NoOp to depend on; raises ValueError as TF does.
+    """Check that `weights` broadcast to `values`: rank 0, or the same rank with each dim 1 or equal to the value's.
 
-    With a rank or dims unknown until run time the check is left to the Mul that applies the weights.
+    Checked when the graph is built where the shapes allow (a NoOp to depend on, or TF's ValueError); otherwise an
+    Assert op fails with InvalidArgumentError "weights can not be broadcast to values." when run.
     """
     with name_scope(None, "assert_broadcastable", [weights, values]):
         weights = convert_to_tensor(weights, name="weights")
@@ -61,7 +62,7 @@ def assert_broadcastable(weights, values) -> Operation:
         if w_rank == 0:
             return no_op(name="static_scalar_check_success")
         if w_rank is None or v_rank is None:
-            return no_op(name="dynamic_check_deferred")
+            return _dynamic_broadcast_check(weights, values)
         if w_rank != v_rank:
             raise ValueError(f"{_BROADCAST_ERROR} values.rank={v_rank}. weights.rank={w_rank}. "
                              f"values.shape={values.shape}. weights.shape={weights.shape}.")
@@ -72,7 +73,22 @@ def assert_broadcastable(weights, values) -> Operation:
                     raise ValueError(f"{_BROADCAST_ERROR} Mismatch at dim {i}. values.shape={v_dims} "
                                      f"weights.shape={w_dims}.")
             return no_op(name="static_dims_check_success")
-        return no_op(name="dynamic_check_deferred")
+        return _dynamic_broadcast_check(weights, values)
+
+
+def _dynamic_broadcast_check(weights: Tensor, values: Tensor) -> Operation:
+    """The run-time form of assert_broadcastable. Both shape vectors are zero-padded by the other's rank, so they
+    can be compared elementwise whatever the ranks are."""
+    w_shape, v_shape = array_ops.shape(weights, name="weights/shape"), array_ops.shape(values, name="values/shape")
+    w_rank, v_rank = array_ops.rank(weights), array_ops.rank(values)
+    is_scalar = math_ops.equal(w_rank, 0, name="is_scalar")
+    padded_w = array_ops.concat([w_shape, array_ops.zeros(array_ops.reshape(v_rank, [1]), _dtypes.int32)], 0)
+    padded_v = array_ops.concat([v_shape, array_ops.zeros(array_ops.reshape(w_rank, [1]), _dtypes.int32)], 0)
+    dims_fit = reduction_ops.reduce_all(logical_ops.logical_or(math_ops.equal(padded_w, 1),
+                                                               math_ops.equal(padded_w, padded_v)))
+    is_valid = logical_ops.logical_or(is_scalar, logical_ops.logical_and(math_ops.equal(w_rank, v_rank), dims_fit))
+    return check_ops.Assert(is_valid, [_BROADCAST_ERROR, "weights.shape=", weights.name, w_shape, "values.shape=",
+                                       values.name, v_shape, "is_scalar=", is_scalar], name="is_valid_shape")
 
 
 def broadcast_weights(weights, values) -> Tensor:
@@ -110,9 +126,20 @@ def _squeeze_weights(labels: Tensor, predictions: Tensor, weights, expected_rank
     if weights is not None:
         weights = convert_to_tensor(weights)
         w_rank, l_rank = weights.shape.ndims, labels.shape.ndims
-        if w_rank is not None and l_rank is not None and w_rank - l_rank == 1:
-            weights = array_ops.squeeze(weights, [-1])
+        if w_rank is not None and l_rank is not None:
+            if w_rank - l_rank == 1:
+                weights = array_ops.squeeze(weights, [-1])
+        elif w_rank is None or (w_rank > 0 and weights.shape.dims[-1].is_compatible_with(1)):
+            weights = _squeeze_last_when_one_rank_more(weights, labels)
     return labels, predictions, weights
+
+
+def _squeeze_last_when_one_rank_more(weights: Tensor, labels: Tensor) -> Tensor:
+    """`weights` without its last dim when, at run time, its rank is one more than the labels' (TF builds a cond)."""
+    w_shape = array_ops.shape(weights)
+    rank_diff = array_ops.rank(weights) - array_ops.rank(labels)
+    kept = array_ops.rank(weights) - math_ops.cast(math_ops.equal(rank_diff, 1), _dtypes.int32)
+    return array_ops.reshape(weights, slicing_ops.slice_(w_shape, [0], array_ops.reshape(kept, [1])))
 
 
 # --- reduction -------------------------------------------------------------------------------------------------------
@@ -277,26 +304,34 @@ def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None, los
                            losses_of)
 
 
-def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-                                reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    """Mean over pairs (i, j) within each batch row of ((p_i - p_j) - (y_i - y_j))**2, weighted per row."""
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
+                                loss_collection=GraphKeys.LOSSES) -> Tensor:
+    """Sum over the batch of weights * mean over pairs (i, j), i != j, of ((p_i - p_j) - (y_i - y_j))**2, the pairs
+    drawn within each example (tf.losses.mean_pairwise_squared_error; TF1 gives it no `reduction`).
+
+        loss = tf.losses.mean_pairwise_squared_error([[0., 1., 3.]], [[0., 0., 0.]])   # (1 + 9 + 4) * 2 / 6
+    """
     _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "mean_pairwise_squared_error", [predictions, labels, weights]) as scope:
+    with name_scope(scope, "mean_pairwise_squared_error", [predictions, labels, weights]):
         weights = math_ops.to_float(weights)
         labels = math_ops.to_float(labels)
         with control_dependencies([assert_broadcastable(weights, labels)]):
             predictions = math_ops.to_float(predictions)
             predictions.shape.assert_is_compatible_with(labels.shape)
             diffs = math_ops.subtract(predictions, labels)
+            axis = math_ops.range(1, array_ops.rank(diffs))
+            sum_squares_diff_per_batch = reduction_ops.reduce_sum(math_ops.square(diffs), axis=axis, keepdims=True)
             num_present_per_batch = _num_present(diffs, weights, per_batch=True)
-            reduction_axes = math_ops.range(1, array_ops.rank(diffs))
-            sum_squares_diff_per_batch = reduction_ops.reduce_sum(math_ops.square(diffs), axis=reduction_axes,
-                                                                  keepdims=True)
-            term1 = 2.0 * safe_div(sum_squares_diff_per_batch, num_present_per_batch - 1)
-            sum_diff = reduction_ops.reduce_sum(diffs, axis=reduction_axes, keepdims=True)
-            term2 = 2.0 * safe_div(math_ops.square(sum_diff),
-                                   math_ops.multiply(num_present_per_batch, num_present_per_batch - 1))
-            return compute_weighted_loss(term1 - term2, weights, scope, loss_collection, reduction=reduction)
+            term1 = 2.0 * math_ops.div_no_nan(sum_squares_diff_per_batch,
+                                              math_ops.maximum(num_present_per_batch - 1, 0), name="value")
+            sum_diff = reduction_ops.reduce_sum(diffs, axis=axis, keepdims=True)
+            pairs = math_ops.maximum(math_ops.multiply(num_present_per_batch, num_present_per_batch - 1), 0)
+            term2 = 2.0 * math_ops.div_no_nan(math_ops.square(sum_diff), pairs, name="value")
+            loss = reduction_ops.reduce_sum(math_ops.multiply(term1 - term2, weights))
+            mean_loss = selection_ops.where(reduction_ops.reduce_sum(num_present_per_batch) > 0, loss,
+                                            array_ops.zeros_like(loss), name="value")
+            add_loss(mean_loss, loss_collection)
+            return mean_loss
 
 
 def _logits_and_labels(logits, labels) -> tuple[Tensor, Tensor]:

@@ -214,9 +214,12 @@ for _op_type in COMPARISON_OPS + ("Range",):
 
 
 # --- matmul ------------------------------------------------------------------------------------------------------
+RegisterGradient("Conj")(lambda op, grad: [math_ops.conj(grad)])
+
+
 @RegisterGradient("MatMul")
 def _matmul_grad(op, grad):
-    a, b = op._inputs
+    a, b = math_ops.conj(op._inputs[0]), math_ops.conj(op._inputs[1])  # as TF: a no-op for real inputs
     ta, tb = op._attrs["transpose_a"], op._attrs["transpose_b"]
     if not ta and not tb:
         return [matmul(grad, b, transpose_b=True), matmul(a, grad, transpose_a=True)]
@@ -339,6 +342,16 @@ def _extremum_reduction_grad(op, grad):
 
 RegisterGradient("Max")(_extremum_reduction_grad)
 RegisterGradient("Min")(_extremum_reduction_grad)
+
+
+@RegisterGradient("EuclideanNorm")
+def _euclidean_norm_grad(op, grad):
+    """d|x|/dx = x / |x|, with the norm and `grad` reshaped to keep the reduced axes."""
+    output = op._outputs[0]
+    if not op._attrs["keep_dims"]:
+        kept, _ = reduced_shape(op)
+        output, grad = reshape(output, kept), reshape(grad, kept)
+    return [truediv(op._inputs[0], truediv(output, grad)), None]
 
 
 def _prod_permutation(op) -> tuple:

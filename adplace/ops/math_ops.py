@@ -340,19 +340,56 @@ def _batch_matmul_infer(inputs, attrs, name):
 register_op("BatchMatMulV2", _batch_matmul_infer)
 
 
-def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None) -> Tensor:
-    """Matrix product with optional transposes (tf.matmul); rank > 2 multiplies batches of matrices
-    (BatchMatMulV2, batch dims broadcast)."""
+def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, adjoint_a: bool = False,
+           adjoint_b: bool = False, a_is_sparse: bool = False, b_is_sparse: bool = False,
+           name: str | None = None) -> Tensor:
+    """Matrix product with optional transposes or adjoints (conjugate transposes) (tf.matmul); rank > 2 multiplies
+    batches of matrices (BatchMatMulV2, batch dims broadcast). The sparsity hints are accepted and ignored.
+
+    As in TF, MatMul only transposes, so an adjoint conjugates first; BatchMatMulV2 only takes adjoints, so a
+    transpose conjugates first (tf.conj is a no-op on real tensors).
+
+        tf.matmul([[1.0, 2.0]], [[3.0, 4.0]], transpose_b=True)   # [[11.0]]
+    """
+    del a_is_sparse, b_is_sparse
+    if transpose_a and adjoint_a:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if transpose_b and adjoint_b:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
     with name_scope(name, "MatMul", [a, b]) as scope:
         a = convert_to_tensor(a, name="a")
         b = _convert_like(b, a, "b")
         ranks = (a.shape.ndims, b.shape.ndims)
         if None not in ranks and max(ranks) <= 2:  # TF1's rule: unknown rank or rank > 2 -> BatchMatMulV2
-            return apply_op_1("MatMul", [a, b], {"transpose_a": bool(transpose_a),
-                                                 "transpose_b": bool(transpose_b), "T": a.dtype.base_dtype},
-                              name=scope)
-        return apply_op_1("BatchMatMulV2", [a, b], {"adj_x": bool(transpose_a), "adj_y": bool(transpose_b),
+            a, b = (conj(a) if adjoint_a else a), (conj(b) if adjoint_b else b)
+            return apply_op_1("MatMul", [a, b], {"transpose_a": bool(transpose_a or adjoint_a),
+                                                 "transpose_b": bool(transpose_b or adjoint_b),
+                                                 "T": a.dtype.base_dtype}, name=scope)
+        a, b = (conj(a) if transpose_a else a), (conj(b) if transpose_b else b)
+        return apply_op_1("BatchMatMulV2", [a, b], {"adj_x": bool(transpose_a or adjoint_a),
+                                                    "adj_y": bool(transpose_b or adjoint_b),
                                                     "T": a.dtype.base_dtype}, name=scope)
+
+
+register_op("Conj", lambda inputs, attrs, name: [
+    (check_dtype("Conj", "input", inputs[0]._dtype, _dtypes.COMPLEX) or inputs[0]._dtype.base_dtype,
+     inputs[0]._shape)])
+
+
+def conj(x, name: str | None = None) -> Tensor:
+    """The complex conjugate (tf.conj); a real or integer tensor is returned as it is, as in TF.
+
+        tf.conj(tf.constant([1 + 2j]))   # [1 - 2j]
+    """
+    if isinstance(x, Tensor) and (x.dtype.is_floating or x.dtype.is_integer):
+        return x
+    with name_scope(name, "Conj", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        if x.dtype.is_complex:
+            return apply_op_1("Conj", [x], {"T": x.dtype.base_dtype}, name=scope)
+        if x.dtype.is_floating or x.dtype.is_integer:
+            return x
+        raise TypeError(f"Expected numeric or variant tensor, got dtype {x.dtype!r}")
 
 
 # --- AddN, Cast, Range, Rank -------------------------------------------------------------------------------------

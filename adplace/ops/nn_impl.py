@@ -1,5 +1,6 @@
 """tf.nn functions composed of other ops (TF's nn_impl.py): logistic losses, l2_normalize, xw_plus_b, dropout and the
-sampled losses nce_loss and sampled_softmax_loss. They need no kernels or gradients of their own.
+sampled losses nce_loss and sampled_softmax_loss, and N-D pooling (tf.nn.pool). They need no kernels or gradients
+of their own.
 
     h = tf.nn.dropout(tf.nn.relu(tf.nn.xw_plus_b(x, w, b)), keep_prob=0.5)     # "dropout/mul_1"
     loss = tf.reduce_mean(tf.nn.nce_loss(weights, biases, labels, embed, num_sampled=64, num_classes=50000))
@@ -16,7 +17,7 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import TensorShape, as_shape
-from adplace.ops import (array_ops, candidate_sampling_ops, cross_entropy_ops, math_ops, nn_ops, random_ops,
+from adplace.ops import (array_ops, candidate_sampling_ops, conv_ops, cross_entropy_ops, math_ops, nn_ops, random_ops,
                          reduction_ops, selection_ops, slicing_ops)
 from adplace.ops.op_builder import constant_value
 
@@ -253,3 +254,123 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled: int, num_
                                              remove_accidental_hits=remove_accidental_hits, name=name, seed=seed)
     labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
     return cross_entropy_ops.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+
+
+# --- tf.nn.pool: N-D pooling from the 2-D pooling ops ----------------------------------------------------------------
+def _pool_vector(value, n: int, what: str) -> np.ndarray:
+    """strides/dilation_rate as n positive ints (default all ones), with TF's ValueErrors."""
+    vector = np.ones(n, dtype=int) if value is None else np.asarray(value, dtype=int).reshape(-1)
+    if len(vector) != n:
+        raise ValueError(f"`len({what})` should be {n}. Received: {what}={value} of length {len(vector)}")
+    if np.any(vector < 1):
+        raise ValueError(f"all values of `{what}` must be positive. Received: {what}={value}")
+    return vector
+
+
+def _pool_2d_or_less(x: Tensor, window, strides, padding: str, pooling_type: str) -> Tensor:
+    """MaxPool/AvgPool over the 1 or 2 spatial axes of a channels-last tensor (1-D as a height-1 image)."""
+    pool_2d = conv_ops.max_pool if pooling_type == "MAX" else conv_ops.avg_pool
+    if len(window) == 1:
+        image = array_ops.expand_dims(x, 1)
+        return array_ops.squeeze(pool_2d(image, [1, 1, window[0], 1], [1, 1, strides[0], 1], padding), [1])
+    return pool_2d(x, [1, *window, 1], [1, *strides, 1], padding)
+
+
+def _pool_undilated(x: Tensor, window, strides, padding: str, pooling_type: str) -> Tensor:
+    """Pooling over 1-3 spatial axes. A 3-D window is a 2-D pool over (height, width) then one over depth: a box
+    window separates, for the maximum and for the average of the cells inside the input, SAME padding included."""
+    if len(window) < 3:
+        return _pool_2d_or_less(x, window, strides, padding, pooling_type)
+    shape = array_ops.shape(x)
+    planes = array_ops.reshape(x, array_ops.concat([[-1], shape[2:]], 0))
+    pooled = _pool_2d_or_less(planes, window[1:], strides[1:], padding, pooling_type)
+    pooled_shape = array_ops.shape(pooled)
+    columns = array_ops.reshape(pooled, array_ops.concat([shape[:2], [-1], shape[4:]], 0))
+    deep = _pool_2d_or_less(columns, [window[0], 1], [strides[0], 1], padding, pooling_type)
+    out = array_ops.reshape(deep, array_ops.concat([array_ops.shape(deep)[:2], pooled_shape[1:]], 0))
+    out.set_shape(_pooled_static_shape(x.shape, window, strides, padding))
+    return out
+
+
+def _pooled_static_shape(shape: TensorShape, window, strides, padding: str) -> TensorShape:
+    dims = shape.as_list() if shape.ndims is not None else None
+    if dims is None:
+        return TensorShape(None)
+    spatial = []
+    for size, k, s in zip(dims[1:-1], window, strides, strict=True):
+        spatial.append(None if size is None else -(-(size if padding == "SAME" else size - k + 1) // s))
+    return TensorShape([dims[0], *spatial, dims[-1]])
+
+
+def _pool_dilated(x: Tensor, window, rates, pooling_type: str) -> Tensor:
+    """VALID pooling with a dilated window (stride 1), as TF's with_space_to_batch: the input split into
+    prod(rates) interleaved grids stacked on the batch axis, an undilated pool, and the grids woven back."""
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is None or None in dims[1:]:
+        raise ValueError(f"tf.nn.pool with dilation_rate {list(rates)} needs the static shape of {x.name!r} (all "
+                         f"but the batch size); got {x.shape}")
+    n, sizes, channels = len(window), dims[1:-1], dims[-1]
+    blocks = [-(-size // r) for size, r in zip(sizes, rates, strict=True)]
+    x = slicing_ops.pad(x, [[0, 0]] + [[0, b * r - size] for b, r, size in zip(blocks, rates, sizes, strict=True)]
+                        + [[0, 0]])
+    split = array_ops.reshape(x, [-1] + [d for b, r in zip(blocks, rates, strict=True) for d in (b, r)] + [channels])
+    phases_first = [2 * i + 2 for i in range(n)] + [0] + [2 * i + 1 for i in range(n)] + [2 * n + 1]
+    batched = array_ops.reshape(array_ops.transpose(split, phases_first), [-1, *blocks, channels])
+    pooled = _pool_undilated(batched, window, [1] * n, "VALID", pooling_type)
+    pooled_blocks = [b - k + 1 for b, k in zip(blocks, window, strict=True)]
+    grids = array_ops.reshape(pooled, [*rates, -1, *pooled_blocks, channels])
+    woven = array_ops.transpose(grids, [n] + [d for i in range(n) for d in (n + 1 + i, i)] + [2 * n + 1])
+    merged = array_ops.reshape(woven, [-1] + [b * r for b, r in zip(pooled_blocks, rates, strict=True)]
+                               + [channels])
+    out_sizes = [size - (k - 1) * r for size, k, r in zip(sizes, window, rates, strict=True)]
+    return slicing_ops.slice_(merged, [0] * (n + 2), [-1, *out_sizes, -1])
+
+
+def pool(input, window_shape, pooling_type: str, padding: str, dilation_rate=None, strides=None,  # noqa: A002
+         name: str | None = None, data_format: str | None = None, dilations=None) -> Tensor:
+    """Max or average pooling over 1, 2 or 3 spatial axes, with an optionally dilated window (tf.nn.pool).
+
+        tf.nn.pool(x, [2, 2], "MAX", "VALID", strides=[2, 2])        # x: [N, H, W, C] -> [N, H/2, W/2, C]
+
+    Args:
+      input: a Tensor of rank len(window_shape) + 2, channels last (or second, for a data_format "NC...").
+      window_shape: 1 to 3 positive ints.
+      pooling_type: "MAX" or "AVG".
+      padding: "SAME" or "VALID" ("VALID" only when the window is dilated).
+      dilation_rate: positive ints, one per spatial axis (default 1); `dilations` is its alias.
+      strides: positive ints no larger than the window, one per spatial axis (default 1); 1 when dilated.
+      name: the name scope (default "max_pool" / "avg_pool").
+      data_format: None, "NWC", "NHWC", "NDHWC" (channels last) or "NCW", "NCHW", "NCDHW".
+    Returns:
+      The pooled Tensor, of the input's dtype.
+    Raises:
+      ValueError: arguments TF rejects, or a dilated window on an input whose non-batch shape is unknown.
+    """
+    dilation_rate = nn_ops.deprecated_argument_lookup("dilations", dilations, "dilation_rate", dilation_rate)
+    with name_scope(name, f"{pooling_type.lower()}_pool", [input]):
+        x = convert_to_tensor(input, name="input")
+        n = len(window_shape)
+        if not 1 <= n <= 3:
+            raise ValueError(f"`len(window_shape)` must be 1, 2, or 3. Received: window_shape={window_shape}")
+        x.shape.with_rank(n + 2)
+        strides, rates = _pool_vector(strides, n, "strides"), _pool_vector(dilation_rate, n, "dilation_rate")
+        if np.any(strides > 1) and np.any(rates > 1):
+            raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`. Received: "
+                             f"strides={strides} and dilation_rate={rates}")
+        if padding == "SAME" and np.any(rates > 1):
+            raise ValueError(f"pooling with 'SAME' padding is not implemented for `dilation_rate` > 1. Received: "
+                             f"padding={padding}, dilation_rate={rates}")
+        if np.any(strides > np.asarray(window_shape)):
+            raise ValueError(f"`strides` > `window_shape` not supported due to inconsistency between CPU and GPU "
+                             f"implementations. Received: strides={strides}, window_shape={window_shape}")
+        if pooling_type not in ("MAX", "AVG"):
+            raise ValueError(f"Pooling type must be 'MAX' or 'AVG'. Received: pooling_type={pooling_type}")
+        channels_first = data_format is not None and data_format.startswith("NC")
+        if channels_first:
+            x = array_ops.transpose(x, [0, *range(2, n + 2), 1])
+        window, strides = [int(k) for k in window_shape], [int(s) for s in strides]
+        if np.any(rates > 1):
+            out = _pool_dilated(x, window, [int(r) for r in rates], pooling_type)
+        else:
+            out = _pool_undilated(x, window, strides, padding, pooling_type)
+        return array_ops.transpose(out, [0, n + 1, *range(1, n + 1)]) if channels_first else out

@@ -1,5 +1,5 @@
 """Neural-network ops (TF's nn_ops.py): BiasAdd, the activations (Relu6, Elu, Selu, Softplus, Softsign, LeakyRelu
-and their gradient ops), Softmax/LogSoftmax, L2Loss and InTopKV2, plus the composites
+and their gradient ops; tf.nn.crelu), Softmax/LogSoftmax, L2Loss and InTopKV2, plus the composites
 tf.nn.moments and tf.nn.batch_normalization, built from math ops as TF builds them. Gradients: adplace.ops.nn_grad.
 
     y = tf.nn.bias_add(tf.matmul(x, w), b)          # one BiasAdd op: b added along the last axis
@@ -15,7 +15,7 @@ from adplace.framework.operation import Tensor
 from adplace.framework.registry import RegisterGradient, register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.framework.errors import InvalidArgumentError
-from adplace.ops import array_ops, math_ops, reduction_ops
+from adplace.ops import array_ops, math_ops, reduction_ops, selection_ops
 from adplace.ops.op_builder import (apply_op_1, check_dtype, check_same_dtype, constant_value,
                                     merged_shape, shapes_text)
 
@@ -40,7 +40,7 @@ def _bias_add_infer(inputs, attrs, name):
                          f"input shapes: {shapes_text(inputs)}.")
     if dims is None:
         return [(dtype, unknown_shape())]
-    channel_axis = len(dims) - 3 if channels_first else len(dims) - 1  # TF's shape function: dim -3 for NCHW
+    channel_axis = 1 if channels_first else len(dims) - 1  # "NC...": the channels follow the batch at any rank
     channels, bias_channels = dims[channel_axis], (bias_dims or (None,))[0]
     if channels is not None and bias_channels is not None and channels != bias_channels:
         raise ValueError(f"Dimensions must be equal, but are {channels} and {bias_channels} for '{name}' (op: "
@@ -166,6 +166,17 @@ def leaky_relu(features, alpha: float = 0.2, name: str | None = None) -> Tensor:
         return _activation("LeakyRelu", features, scope, {"alpha": float(alpha)})
 
 
+def crelu(features, name: str | None = None, axis: int = -1) -> Tensor:
+    """Concatenated ReLU (tf.nn.crelu): relu(concat([features, -features], axis)), so `axis` doubles in size.
+
+        tf.nn.crelu([[-1., 2.]])        # [[0., 2., 1., 0.]]
+    """
+    with name_scope(name, "CRelu", [features]) as scope:
+        features = convert_to_tensor(features, name="features")
+        both = array_ops.concat([features, math_ops.negative(features)], axis, name=scope)
+        return math_ops.relu(both)
+
+
 def activation_grad(op_type: str, gradients, x, name: str | None = None, attrs: dict | None = None) -> Tensor:
     """A gradient op of ACTIVATION_OPS (Relu6Grad, EluGrad, ...): `gradients` times the activation's derivative at
     `x` (the forward input, or the output for EluGrad and SeluGrad)."""
@@ -200,6 +211,16 @@ def deprecated_argument_lookup(new_name: str, new_value, old_name: str, old_valu
     return new_value
 
 
+def _swap_with_last(axis: Tensor, ndims: int) -> Tensor:
+    """The permutation that swaps the run-time `axis` (negative counts from the end) with the last of `ndims` axes;
+    an axis out of range gives an out-of-range entry, so the Transpose fails with InvalidArgumentError when run."""
+    axis = convert_to_tensor(axis, dtype=_dtypes.int32)
+    axis = selection_ops.where_v2(math_ops.less(axis, 0), axis + ndims, axis)
+    positions, last = math_ops.range(ndims), ndims - 1
+    return selection_ops.where_v2(math_ops.equal(positions, axis), last,
+                                  selection_ops.where_v2(math_ops.equal(positions, last), axis, positions))
+
+
 def _softmax(op_type: str, logits, axis, name: str | None) -> Tensor:
     """Softmax/LogSoftmax over `axis`: the op itself for the last axis; otherwise, as TF, the op between two
     transposes that swap `axis` with the last axis."""
@@ -209,9 +230,15 @@ def _softmax(op_type: str, logits, axis, name: str | None) -> Tensor:
     if axis == -1 or (ndims is not None and axis == ndims - 1):
         return apply_op_1(op_type, [logits], attrs, name=name or op_type)
     value = constant_value(axis) if isinstance(axis, Tensor) else axis
-    if ndims is None or value is None:
-        raise ValueError(f"{op_type} over axis {axis} needs the rank of {logits.name!r} and the axis known when the "
-                         f"graph is built; transpose the axis last yourself, or give the logits a static rank")
+    if ndims is None:
+        raise ValueError(f"{op_type} over axis {axis} needs the rank of {logits.name!r} known when the graph is "
+                         f"built; transpose the axis last yourself, or give the logits a static rank")
+    if value is None:
+        perm = _swap_with_last(axis, ndims)
+        swapped = apply_op_1(op_type, [array_ops.transpose(logits, perm)], attrs, name=op_type)
+        out = array_ops.transpose(swapped, perm, name=name or "transpose")
+        out.set_shape(logits._shape)
+        return out
     value = int(value)
     if not -ndims <= value < ndims:
         raise InvalidArgumentError(None, None, f"Dimension ({value}) must be in the range [{-ndims}, {ndims}) where "

@@ -10,10 +10,11 @@ from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
+from adplace.ops import array_ops, math_ops
 from adplace.ops.array_ops import rank, reshape, shape, stop_gradient, zeros_like
 from adplace.ops.math_ops import (NUMERIC, REAL, add, cast, exp, is_finite, log, not_equal, range,  # noqa: A004
                                   subtract)
-from adplace.ops.op_builder import apply_op_1, check_dtype, constant_value, int_const, normalize_axis, shapes_text
+from adplace.ops.op_builder import apply_op_1, check_dtype, constant_value, int_const, shapes_text
 from adplace.ops.selection_ops import where
 
 
@@ -24,19 +25,33 @@ def _reduction_infer(op_type):
         check_dtype(op_type, "input", x._dtype, _REDUCTION_DTYPES.get(op_type, REAL))
         dims, axes, keep = x._shape.as_tuple(), constant_value(axis_t), attrs["keep_dims"]
         dtype = x._dtype.base_dtype
+        if axis_t._shape.ndims is not None and axis_t._shape.ndims > 1:
+            raise ValueError(f"Shape must be at most rank 1 but is rank {axis_t._shape.ndims} for '{name}' (op: "
+                             f"'{op_type}') with input shapes: {shapes_text(inputs)}.")
         if dims is None:
             return [(dtype, unknown_shape())]
         if axes is None:
             return [(dtype, unknown_shape(len(dims) if keep else None))]
-        axes = {normalize_axis(int(a), len(dims), name, op_type) for a in np.reshape(axes, [-1])} if dims else set()
+        axes = {_reduction_axis(int(a), inputs, name, op_type) for a in np.reshape(axes, [-1])}
         out = [1 if i in axes else d for i, d in enumerate(dims)] if keep else [d for i, d in enumerate(dims)
                                                                                if i not in axes]
         return [(dtype, TensorShape(out))]
     return infer
 
 
-_REDUCTION_DTYPES = {"Sum": NUMERIC, "Mean": NUMERIC, "Prod": NUMERIC, "Any": {_dtypes.bool}, "All": {_dtypes.bool}}
-REDUCTION_OPS = ("Sum", "Mean", "Max", "Min", "Prod")
+def _reduction_axis(axis: int, inputs, name: str, op_type: str) -> int:
+    """`axis` in [0, rank), or TF's shape-function error for an axis outside [-rank, rank)."""
+    rank = inputs[0]._shape.ndims
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"Invalid reduction dimension {axis} for input with {rank} dimensions. for '{name}' (op: "
+                         f"'{op_type}') with input shapes: {shapes_text(inputs)} and with computed input tensors: "
+                         f"input[1] = <{' '.join(str(int(a)) for a in np.reshape(constant_value(inputs[1]), [-1]))}>.")
+    return axis % max(rank, 1)
+
+
+_REDUCTION_DTYPES = {"Sum": NUMERIC, "Mean": NUMERIC, "Prod": NUMERIC, "EuclideanNorm": NUMERIC,
+                     "Any": {_dtypes.bool}, "All": {_dtypes.bool}}
+REDUCTION_OPS = ("Sum", "Mean", "Max", "Min", "Prod", "EuclideanNorm")
 for _op_type in REDUCTION_OPS + ("Any", "All"):
     register_op(_op_type, _reduction_infer(_op_type))
 
@@ -45,12 +60,16 @@ def _reduce(op_type: str, default_name: str, input_tensor, axis, keepdims, name,
     axis = reduction_indices if axis is None else axis
     keep = _keep(keepdims, keep_dims)
     x = convert_to_tensor(input_tensor)
-    if axis is None:  # TF builds "all axes" outside the op's scope: a Const, or range(rank(x)) when rank is unknown
+    reduces_all = axis is None
+    if reduces_all:  # TF builds "all axes" outside the op's scope: a Const, or range(rank(x)) when rank is unknown
         axis = (int_const(list(np.arange(x._shape.ndims)), name="Const") if x._shape.ndims is not None
                 else range(0, rank(x), 1))
     with name_scope(name, default_name, [x]) as scope:
         axis_t = int_const(axis, name="reduction_indices")
-        return apply_op_1(op_type, [x, axis_t], {"keep_dims": keep, "T": x.dtype.base_dtype}, name=scope)
+        out = apply_op_1(op_type, [x, axis_t], {"keep_dims": keep, "T": x.dtype.base_dtype}, name=scope)
+    if reduces_all and not keep:  # TF's _may_reduce_to_scalar: a scalar even when x's rank is unknown
+        out.set_shape([])
+    return out
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
@@ -73,6 +92,36 @@ def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 
 def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
     return _reduce("Prod", "Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """sqrt(sum(x * conj(x))) over `axis` (all axes when None), one EuclideanNorm op (tf.math.reduce_euclidean_norm).
+    Integer inputs give the floor of the root, as in TF.
+
+        tf.math.reduce_euclidean_norm([[3.0, 4.0]], 1)   # [5.0]
+    """
+    return _reduce("EuclideanNorm", "EuclideanNorm", input_tensor, axis, keepdims, name, None, None)
+
+
+def reduced_shape(input_shape, axes) -> Tensor:
+    """The shape `input_shape` reduces to with keepdims=True over `axes`: 1 at each reduced axis (negative axes
+    count from the end) (TF's math_ops.reduced_shape, used by reduction gradients).
+
+        reduced_shape([5, 3], [0])   # [1, 3]
+    """
+    input_shape = cast(convert_to_tensor(input_shape), _dtypes.int32)
+    axes = cast(convert_to_tensor(axes), _dtypes.int32)
+    static_shape, static_axes = constant_value(input_shape), constant_value(axes)
+    if static_shape is not None and static_axes is not None:
+        dims = [int(d) for d in np.reshape(static_shape, [-1])]
+        for a in np.reshape(static_axes, [-1]):
+            dims[int(a) % len(dims)] = 1
+        return convert_to_tensor(np.asarray(dims, np.int32))
+    rank_t = shape(input_shape)[0]
+    axes = math_ops.floormod(add(reshape(axes, [-1]), rank_t), rank_t)
+    hit = math_ops.equal(array_ops.expand_dims(range(0, rank_t, 1), 1), array_ops.expand_dims(axes, 0))
+    reduced = _reduce("Any", "Any", hit, 1, False, None, None, None)
+    return where(reduced, array_ops.ones_like(input_shape), input_shape)
 
 
 def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):

@@ -18,7 +18,7 @@ Unique = namedtuple("Unique", ["y", "idx"])
 def _top_k_infer(inputs, attrs, name):
     x, k_t = inputs
     check_dtype("TopKV2", "input", x._dtype, _dtypes.FLOATING | _dtypes.INTEGER)
-    check_dtype("TopKV2", "k", k_t._dtype, (_dtypes.int32,))
+    check_dtype("TopKV2", "k", k_t._dtype, _INDEX_TYPES)
     where_text = f" for '{name}' (op: 'TopKV2') with input shapes: {shapes_text(inputs)}."
     if k_t._shape.ndims not in (None, 0):
         raise ValueError(f"Shape must be rank 0 but is rank {k_t._shape.ndims}{where_text}")
@@ -26,31 +26,37 @@ def _top_k_infer(inputs, attrs, name):
     k = None if k is None else int(k)
     if k is not None and k < 0:
         raise ValueError(f"Dimension size, given by scalar input 1, must be non-negative but is {k}{where_text}")
+    index_type = attrs.get("index_type", _dtypes.int32)
     if dims is None:
-        return [(x._dtype.base_dtype, unknown_shape()), (_dtypes.int32, unknown_shape())]
+        return [(x._dtype.base_dtype, unknown_shape()), (index_type, unknown_shape())]
     if not dims:
         raise ValueError(f"Shape must be at least rank 1 but is rank 0{where_text}")
     if k is not None and dims[-1] is not None and dims[-1] < k:
         raise ValueError(f"input must have last dimension >= k = {k} but is {dims[-1]}{where_text}")
     out = TensorShape(dims[:-1] + (k,))
-    return [(x._dtype.base_dtype, out), (_dtypes.int32, out)]
+    return [(x._dtype.base_dtype, out), (index_type, out)]
 
 
+_INDEX_TYPES = (_dtypes.int16, _dtypes.int32, _dtypes.int64)
 register_op("TopKV2", _top_k_infer)
 
 
-def top_k(input, k=1, sorted: bool = True, name: str | None = None) -> TopKV2:  # noqa: A002 - TF's argument names
-    """The k largest entries along the last axis and their int32 indices (tf.nn.top_k, tf.math.top_k), largest
-    first; of equal values the lower index comes first, as in TF. `sorted=False` may return them in any order (here
-    they are always sorted).
+def top_k(input, k=1, sorted: bool = True, name: str | None = None,  # noqa: A002 - TF's argument names
+          index_type=_dtypes.int32) -> TopKV2:
+    """The k largest entries along the last axis and their indices, as `index_type` (int16, int32 or int64)
+    (tf.nn.top_k, tf.math.top_k), largest first; of equal values the lower index comes first, as in TF.
+    `sorted=False` may return them in any order (here they are always sorted).
 
         values, indices = tf.nn.top_k([1, 5, 3, 5], k=2)   # [5, 5], [1, 3]
 
     The gradient flows to the input positions the values were taken from.
     """
+    index_type = _dtypes.as_dtype(index_type).base_dtype
+    check_dtype("TopKV2", "index_type", index_type, _INDEX_TYPES)
     x = convert_to_tensor(input, name="input")
-    k_t = convert_to_tensor(k, dtype=_dtypes.int32, name="k")
-    op = apply_op("TopKV2", [x, k_t], {"sorted": bool(sorted), "T": x.dtype.base_dtype}, name=name or "TopKV2")
+    k_t = convert_to_tensor(k, preferred_dtype=_dtypes.int32, name="k")
+    op = apply_op("TopKV2", [x, k_t], {"sorted": bool(sorted), "T": x.dtype.base_dtype, "Tk": k_t.dtype.base_dtype,
+                                       "index_type": index_type}, name=name or "TopKV2")
     return TopKV2(*op.outputs)
 
 

@@ -50,6 +50,14 @@ def variable_op_v2(shape, dtype, name: str = "Variable", container: str = "", sh
                                          "container": container, "shared_name": shared_name}, name=name)
 
 
+def variable_op(shape, dtype, name: str = "Variable", set_shape: bool = True, container: str = "",
+                shared_name: str = "") -> Tensor:
+    """TF1's deprecated raw variable op: a VariableV2 of `shape` (unknown when `set_shape=False`), uninitialized
+    until something assigns it."""
+    return variable_op_v2(shape if set_shape else None, dtype, name=name, container=container,
+                          shared_name=shared_name)
+
+
 def _ref(ref):
     return ref._ref() if hasattr(ref, "_ref") else ref
 

@@ -154,6 +154,12 @@ Variable.__array_priority__ = 100
 VariableV1 = RefVariable = Variable
 
 
+def is_resource_variable(var) -> bool:
+    """Whether `var` is a resource variable (TF's resource_variable_ops.is_resource_variable). adplace has only
+    reference variables, so this is False for every adplace Variable; TF code uses it to pick an update path."""
+    return bool(getattr(var, "_should_act_as_resource_variable", False))
+
+
 def global_variables(scope: str | None = None) -> list[Variable]:
     return get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 

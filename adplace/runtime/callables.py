@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 from adplace.framework import errors
+from adplace.runtime.options import RunOptions
 
 _OPTION_NAMES = ("options", "run_metadata")
 
@@ -70,3 +71,16 @@ def make_callable(session, fetches, feed_list=None, accept_options: bool = False
             return session._execute_observed(compiled.plan, feeds, compiled.build, options, run_metadata)
         return session._execute(compiled.plan, feeds, compiled.build)
     return session_callable
+
+
+def make_callable_from_options(session, callable_options) -> Callable:
+    """Session._make_callable_from_options: a function taking one positional value per `callable_options.feed`
+    name (and an optional `run_metadata=`) and returning the list of `fetch` values, after running the `target`
+    ops too, with `callable_options.run_options`."""
+    fetch, target = list(callable_options.fetch), list(callable_options.target)
+    run = make_callable(session, fetch + target, list(callable_options.feed), accept_options=True)
+    options = None if callable_options.run_options == RunOptions() else callable_options.run_options
+
+    def callable_from_options(*feed_values, run_metadata=None):
+        return run(*feed_values, options=options, run_metadata=run_metadata)[:len(fetch)]
+    return callable_from_options

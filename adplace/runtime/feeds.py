@@ -27,6 +27,7 @@ import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Operation, Tensor
+from adplace.runtime.fetches import REGISTERED_EXPANSIONS, registered_expansion
 
 _ndarray = np.ndarray
 _REPR = reprlib.Repr()
@@ -217,9 +218,14 @@ def _flat(structure) -> list:
 
 
 def _flatten_items(feed_dict: Mapping) -> list:
-    """The values of `feed_dict` in flat key order; a nested-tuple key takes its value apart the same way."""
+    """The values of `feed_dict` in flat key order; a nested-tuple key takes its value apart the same way, and a
+    key of a type registered with register_session_run_conversion_functions gives the values its function pairs."""
     values = []
     for key, value in feed_dict.items():
+        expand = registered_expansion(key, 2) if REGISTERED_EXPANSIONS else None
+        if expand is not None:
+            values.extend(v for _, v in expand(key, value))
+            continue
         if not isinstance(key, tuple):
             values.append(value)
             continue
@@ -242,7 +248,11 @@ def feed_tensors(graph, feed_dict) -> tuple[list, Callable | None]:
         raise TypeError(f"input must be a dictionary, got feed_dict of type {type(feed_dict).__name__}")
     keys, nested = [], False
     for key in feed_dict:
-        if isinstance(key, tuple):
+        expand = registered_expansion(key, 2) if REGISTERED_EXPANSIONS else None
+        if expand is not None:
+            nested = True
+            keys.extend(t for t, _ in expand(key, feed_dict[key]))
+        elif isinstance(key, tuple):
             nested = True
             keys.extend(_flat(key))
         else:

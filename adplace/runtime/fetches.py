@@ -14,6 +14,38 @@ from collections.abc import Mapping
 from adplace.framework.operation import Operation, Tensor
 
 
+# (type, fetch_function, feed_function, feed_function_for_partial_run), newest first (TF's _REGISTERED_EXPANSIONS).
+REGISTERED_EXPANSIONS: list[tuple] = []
+
+
+def register_session_run_conversion_functions(tensor_type: type, fetch_function, feed_function=None,
+                                              feed_function_for_partial_run=None) -> None:
+    """Teach Session.run to fetch and feed objects of `tensor_type` (TF's session function of this name).
+
+    `fetch_function(obj)` returns `(tensors, contract)`: the run fetches `tensors` and returns `contract(values)`.
+    `feed_function(obj, value)` returns the `(tensor, value)` pairs to feed for `{obj: value}`, and
+    `feed_function_for_partial_run(obj)` the tensors `partial_run_setup(feeds=[obj])` declares.
+
+        register_session_run_conversion_functions(Pair, lambda p: ([p.a, p.b], tuple))
+        sess.run(Pair(x, y))          # (x value, y value)
+
+    Raises:
+      ValueError: `tensor_type` (or a subclass of it) is registered already.
+    """
+    for registered in REGISTERED_EXPANSIONS:
+        if issubclass(registered[0], tensor_type):
+            raise ValueError(f"{tensor_type} has already been registered so ignore it.")
+    REGISTERED_EXPANSIONS.insert(0, (tensor_type, fetch_function, feed_function, feed_function_for_partial_run))
+
+
+def registered_expansion(obj, position: int):
+    """The function at `position` (1 fetch, 2 feed, 3 partial-run feed) registered for obj's type, or None."""
+    for expansion in REGISTERED_EXPANSIONS:
+        if isinstance(obj, expansion[0]):
+            return expansion[position]
+    return None
+
+
 def _attrs_fields(cls) -> tuple | None:
     """The fields of an attrs class (TF's nest treats its instances as structures), else None."""
     return getattr(cls, "__attrs_attrs__", None)
@@ -73,6 +105,11 @@ class FetchMapper:
             builders = [self._parse(graph, getattr(fetch, a.name)) for a in fields]
             kind = type(fetch)
             return lambda values: kind(*[b(values) for b in builders])
+        expand = registered_expansion(fetch, 1) if REGISTERED_EXPANSIONS else None
+        if expand is not None:
+            parts, contract = expand(fetch)
+            builders = [self._parse(graph, part) for part in parts]
+            return lambda values: contract([b(values) for b in builders])
         try:
             element = graph_element(graph, fetch)
         except TypeError as e:

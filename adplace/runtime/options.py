@@ -5,7 +5,7 @@ Like protobuf messages, they take keyword fields, reject unknown fields with Val
 """
 from __future__ import annotations
 
-from adplace.runtime.message import _Message
+from adplace.runtime.message import RepeatedMessages, _Message
 from adplace.runtime.step_stats import StepStats
 
 
@@ -36,13 +36,20 @@ class GraphOptions(_Message):
                "build_cost_model": 0, "infer_shapes": False, "timeline_step": 0, "rewrite_options": RewriterConfig()}
 
 
+class ThreadPoolOptionProto(_Message):
+    """One entry of ConfigProto.session_inter_op_thread_pool (accepted; adplace runs each step on its own pool)."""
+
+    _FIELDS = {"num_threads": 0, "global_name": ""}
+
+
 class ConfigProto(_Message):
     """Session configuration (tf.ConfigProto): soft placement, placement log, device counts, threads, GPU options."""
 
     _FIELDS = {"device_count": {}, "intra_op_parallelism_threads": 0, "inter_op_parallelism_threads": 0,
                "use_per_session_threads": False, "placement_period": 0, "device_filters": [],
                "gpu_options": GPUOptions(), "allow_soft_placement": False, "log_device_placement": False,
-               "graph_options": GraphOptions(), "operation_timeout_in_ms": 0, "isolate_session_state": False}
+               "graph_options": GraphOptions(), "operation_timeout_in_ms": 0, "isolate_session_state": False,
+               "session_inter_op_thread_pool": RepeatedMessages(ThreadPoolOptionProto)}
 
 
 class RunOptions(_Message):
@@ -51,6 +58,13 @@ class RunOptions(_Message):
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
     _FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "inter_op_thread_pool": 0, "output_partition_graphs": False,
                "report_tensor_allocations_upon_oom": False}
+
+
+class CallableOptions(_Message):
+    """What Session._make_callable_from_options runs: feed and fetch tensor names, target op names, run options."""
+
+    _FIELDS = {"feed": [], "fetch": [], "target": [], "run_options": RunOptions(), "tensor_connection": [],
+               "feed_devices": {}, "fetch_devices": {}, "fetch_skip_sync": False}
 
 
 class RunMetadata(_Message):
@@ -72,7 +86,8 @@ def short_debug_string(message: _Message) -> str:
         elif isinstance(value, dict):
             parts.extend(f"{name} {{ key: {_text(k)} value: {_text(v)} }}" for k, v in value.items())
         elif isinstance(value, (list, tuple)):
-            parts.extend(f"{name}: {_text(v)}" for v in value)
+            parts.extend(f"{name} {{ {short_debug_string(v)} }}" if isinstance(v, _Message) else f"{name}: {_text(v)}"
+                         for v in value)
         else:
             parts.append(f"{name}: {_text(value)}")
     return " ".join(parts)

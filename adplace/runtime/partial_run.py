@@ -21,7 +21,7 @@ from adplace.framework import errors
 from adplace.framework.operation import Operation, Tensor, is_variable_op
 from adplace.runtime.executor import _fetch_value, compile_plan, needed_ops
 from adplace.runtime.feeds import feed_converter, feed_tensors
-from adplace.runtime.fetches import FetchMapper, graph_element
+from adplace.runtime.fetches import REGISTERED_EXPANSIONS, FetchMapper, graph_element, registered_expansion
 
 _NO_HANDLE = "Must run 'setup' before performing partial runs!"
 
@@ -67,7 +67,7 @@ class PartialRuns:
         session._check_usable()
         feeds = [] if feeds is None else feeds if isinstance(feeds, (list, tuple)) else [feeds]
         feed_list = []
-        for feed in feeds:
+        for feed in _expand_partial_feeds(feeds):
             try:
                 feed_list.append(graph_element(graph, feed, allow_operation=False))
             except (KeyError, ValueError, TypeError) as e:
@@ -242,3 +242,13 @@ def _needs(state: PartialRunState, op: Operation, pending: set, fed_now: dict | 
                 stack.append(t._op)
         stack.extend(op._control_inputs)
     return None
+
+
+def _expand_partial_feeds(feeds) -> list:
+    """partial_run_setup's feeds, with objects of a registered type replaced by the tensors their
+    `feed_function_for_partial_run` names (see fetches.register_session_run_conversion_functions)."""
+    expanded = []
+    for feed in feeds:
+        expand = registered_expansion(feed, 3) if REGISTERED_EXPANSIONS else None
+        expanded.extend(expand(feed) if expand is not None else [feed])
+    return expanded

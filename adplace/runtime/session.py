@@ -13,7 +13,6 @@ and compiling take the session's lock, running a cached plan takes none.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import gc
 import threading
@@ -44,8 +43,7 @@ from adplace.runtime.step_stats import build_step_stats
 from adplace.runtime.targets import check_target, no_session_factory
 from adplace.runtime.variable_state import interrupts_deferred, rollback
 
-_DeviceAttributes = collections.namedtuple("_DeviceAttributes",
-                                           ["name", "device_type", "memory_limit_bytes", "incarnation"])
+_DeviceAttributes = _devices.DeviceAttributes  # TF's name for what list_devices() returns
 
 
 def _silent_floating_point() -> tuple[Callable, Callable]:
@@ -326,6 +324,10 @@ class BaseSession:
         lookups; with `accept_options` it also takes `options=` (RunOptions) and `run_metadata=` (RunMetadata)."""
         return callables.make_callable(self, fetches, feed_list, accept_options)
 
+    def _make_callable_from_options(self, callable_options) -> Callable:
+        """TF's callable from a CallableOptions message (feed/fetch/target names, run_options): see callables.py."""
+        return callables.make_callable_from_options(self, callable_options)
+
     def partial_run_setup(self, fetches, feeds=None) -> str:
         """Start a step fed and fetched over several `partial_run` calls; returns its handle (runtime/partial_run.py)."""
         return self._partial_runs.setup(fetches, feeds)
@@ -418,7 +420,7 @@ class InteractiveSession(BaseSession):
                               "by the other session(s).", stacklevel=2)
             InteractiveSession._active_session_count += 1
         self._explicitly_closed = False
-        self._default_session = self.as_default()
+        self._default_session = default_session(self, enforce_nesting=False)  # sessions may close in any order
         self._default_session.__enter__()
         self._default_graph = graph.as_default() if graph is not None else None
         if self._default_graph is not None:

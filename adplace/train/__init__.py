@@ -3,8 +3,9 @@ from adplace.train.adagrad import AdagradOptimizer
 from adplace.train.adam import AdamOptimizer
 from adplace.train.device_setter import PS_OPS, STANDARD_PS_OPS, assign_to_device, replica_device_setter
 from adplace.train.gradient_descent import GradientDescentOptimizer
-from adplace.train.learning_rate_decay import (cosine_decay, exponential_decay, inverse_time_decay, natural_exp_decay,
-                                               piecewise_constant, polynomial_decay)
+from adplace.train.learning_rate_decay import (cosine_decay, cosine_decay_restarts, exponential_decay,
+                                               inverse_time_decay, linear_cosine_decay, natural_exp_decay,
+                                               noisy_linear_cosine_decay, piecewise_constant, polynomial_decay)
 from adplace.train.momentum import MomentumOptimizer
 from adplace.train.optimizer import Optimizer
 from adplace.train.parallel import average_gradients, make_parallel
@@ -24,5 +25,5 @@ __all__ += ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver
 __all__ += ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
             "RMSPropOptimizer", "create_global_step", "get_global_step", "get_or_create_global_step", "global_step"]
 __all__ += ["average_gradients", "make_parallel"]
-__all__ += ["cosine_decay", "exponential_decay", "inverse_time_decay", "natural_exp_decay", "piecewise_constant",
-            "polynomial_decay"]
+__all__ += ["cosine_decay", "cosine_decay_restarts", "exponential_decay", "inverse_time_decay", "linear_cosine_decay",
+            "natural_exp_decay", "noisy_linear_cosine_decay", "piecewise_constant", "polynomial_decay"]

@@ -12,10 +12,13 @@ import logging
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.graph import Graph, GraphKeys, get_default_graph
 from adplace.framework.operation import Tensor
-from adplace.ops import array_ops
+from adplace.ops import array_ops, state_ops
 from adplace.ops.variables import Variable
 
 _log = logging.getLogger(__name__)
+
+# The collection caching one read of the global step per graph (TF's name), shared by hooks and increments.
+GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
 
 
 def global_step(sess, global_step_tensor) -> int:
@@ -81,3 +84,48 @@ def assert_global_step(global_step_tensor) -> None:
     shape = global_step_tensor.get_shape()
     if shape.ndims != 0 and shape.is_fully_defined():
         raise TypeError(f'Existing "global_step" is not scalar: {shape}')
+
+
+def _get_global_step_read(graph: Graph | None = None):
+    """The cached read of the global step (None before one is made). RuntimeError if the cache holds several."""
+    cached = (graph or get_default_graph()).get_collection(GLOBAL_STEP_READ_KEY)
+    if len(cached) > 1:
+        raise RuntimeError(f"There are multiple items in collection {GLOBAL_STEP_READ_KEY}. "
+                           "There should be only one.")
+    return cached[0] if cached else None
+
+
+def _get_or_create_global_step_read(graph: Graph | None = None):
+    """A tensor reading the global step once per step, built once per graph under '<global_step>/' and cached.
+
+    Its value is the step before any `_increment_global_step` in the same run, since each increment waits for it.
+    None when the graph has no global step.
+    """
+    graph = graph or get_default_graph()
+    cached = _get_global_step_read(graph)
+    if cached is not None:
+        return cached
+    step = get_global_step(graph)
+    if step is None:
+        return None
+    with graph.as_default(), graph.name_scope(None), graph.name_scope(step.op.name + "/"):
+        value = step.initialized_value() if isinstance(step, Variable) else step
+        graph.add_to_collection(GLOBAL_STEP_READ_KEY, value + 0)
+    return _get_global_step_read(graph)
+
+
+def _increment_global_step(increment, graph: Graph | None = None):
+    """An op adding `increment` to the global step after the step's cached read (see above).
+
+    Raises:
+      ValueError: the graph has no global step.
+    """
+    graph = graph or get_default_graph()
+    step = get_global_step(graph)
+    if step is None:
+        raise ValueError("Global step tensor should be created by tf.train.get_or_create_global_step before "
+                         "calling increment.")
+    read = _get_or_create_global_step_read(graph)
+    with graph.as_default(), graph.name_scope(None), graph.name_scope(step.op.name + "/"), \
+            graph.control_dependencies([read]):
+        return state_ops.assign_add(step, increment)

@@ -291,3 +291,39 @@ def test_merge_device_matches_make_merged_spec(outer, inner):
     assert f(obj) == expected.to_string()
     if outer.device_type is not None or outer.device_index is None:
         assert merge_device(outer.to_string())(obj) == expected.to_string()
+
+
+# --- DeviceSpecV1 (mutable, TF1's tf.DeviceSpec) and DeviceSpecV2 (immutable) --------------------------------------
+
+def test_device_spec_is_the_mutable_v1_class_and_v2_is_immutable():
+    from adplace.framework.device_spec import DeviceSpecV1, DeviceSpecV2
+    assert DeviceSpec is DeviceSpecV1 and issubclass(DeviceSpecV1, DeviceSpecV2)
+    v2 = DeviceSpecV2(job="ps", device_type="gpu", device_index=1)
+    assert v2.to_string() == "/job:ps/device:GPU:1"
+    with pytest.raises(AttributeError):
+        v2.task = 3
+    assert not hasattr(v2, "merge_from")
+    parsed = v2.parse_from_string("/cpu:0")          # a new spec; v2 itself is unchanged
+    assert parsed.to_string() == "/device:CPU:0" and type(parsed) is DeviceSpecV2
+    assert v2.to_string() == "/job:ps/device:GPU:1"
+    merged = v2.make_merged_spec(DeviceSpecV2(task=2))
+    assert type(merged) is DeviceSpecV2 and merged.to_string() == "/job:ps/task:2/device:GPU:1"
+    assert v2 == DeviceSpecV1.from_string("/job:ps/device:GPU:1")
+
+
+def test_a_v2_spec_works_as_a_device_scope():
+    import adplace as tf
+    from adplace.framework.device_spec import DeviceSpecV2
+    with tf.Graph().as_default():
+        with tf.device(DeviceSpecV2(job="worker", device_type="CPU", device_index=0)):
+            c = tf.constant(1.0)
+    assert c.device == "/job:worker/device:CPU:0"
+
+
+def test_check_valid_raises_on_malformed_specs_only():
+    from adplace.framework.device_spec import check_valid
+    check_valid("/job:foo/replica:0")
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        check_valid("/job:j/task:bar")
+    with pytest.raises(ValueError, match="Unknown attribute 'bogus'"):
+        check_valid("/bogus:1")

@@ -241,3 +241,77 @@ def test_tf1_dtype_aliases_and_equality():
     assert tf.float32 == "float32" and tf.float32 == np.float32 and tf.float32 != tf.float64
     assert not (tf.float32 == object()) and tf.float32 != "no such type"
     assert len({tf.float32, tf.float32}) == 1
+
+
+# --- Dimension arithmetic and comparisons, TensorShape assertions (TF1 semantics) ----------------------------------
+
+def test_dimension_reflected_arithmetic_and_modulo():
+    from adplace.framework.tensor_shape import Dimension
+    d = Dimension(12)
+    assert (13 - d).value == 1 and (2 // d).value == 0 and (30 % d).value == 6 and (d % 5).value == 2
+    assert d * [0] == [0] * 12                        # a list is repeated, as with an int
+    assert (Dimension(None) - 3).value is None
+    with pytest.raises(TypeError, match="please use // instead"):
+        d / 2
+
+
+def test_dimension_comparisons_are_none_when_unknown_and_false_for_non_dimensions():
+    from adplace.framework.tensor_shape import Dimension
+    assert Dimension(3) < Dimension(4) and Dimension(4) >= 4 and not Dimension(4) <= 3
+    assert (Dimension(None) < Dimension(1)) is None and (Dimension(2) >= Dimension(None)) is None
+    assert (Dimension(12) == "12") is True and (Dimension(12) == 12.0) is True
+    assert (Dimension(12) == "x") is False and (Dimension(12) != "x") is True
+    assert (Dimension(12) == 12.5) is False                      # ambiguous: not a dimension
+    assert (Dimension(None) == None) is None  # noqa: E711 - TF1: undecidable
+    with pytest.raises(ValueError, match="Ambiguous dimension: 12.5"):
+        Dimension(12.5)
+
+
+def test_as_dimension_and_dimension_value():
+    from adplace.framework.tensor_shape import Dimension, as_dimension, dimension_value
+    d = Dimension(5)
+    assert as_dimension(d) is d and as_dimension(5) == d and as_dimension(None).value is None
+    assert dimension_value(d) == 5 and dimension_value(7) == 7 and dimension_value(Dimension(None)) is None
+
+
+def test_tensor_shape_assertions():
+    shape = tf.TensorShape([3, None])
+    shape.assert_has_rank(2)
+    shape.assert_same_rank([1, 1])
+    tf.TensorShape(None).assert_has_rank(4)                     # unknown rank: nothing to check
+    with pytest.raises(ValueError, match=r"Shape \(3, \?\) is not fully defined"):
+        shape.assert_is_fully_defined()
+    with pytest.raises(ValueError, match=r"must have rank 3"):
+        shape.assert_has_rank(3)
+    with pytest.raises(ValueError, match="must have the same rank"):
+        shape.assert_same_rank([1])
+    assert shape.with_rank_at_least(1) is shape and shape.with_rank_at_most(2) is shape
+    with pytest.raises(ValueError, match="rank at least 3"):
+        shape.with_rank_at_least(3)
+    with pytest.raises(ValueError, match="rank at most 1"):
+        shape.with_rank_at_most(1)
+
+
+def test_most_specific_compatible_shape():
+    def msc(a, b):
+        return tf.TensorShape(a).most_specific_compatible_shape(tf.TensorShape(b)).dims
+    assert msc([1, 2], None) is None and msc([1, 2], [1, 2, 3]) is None
+    assert tf.TensorShape([None, 2, 3]).most_specific_compatible_shape([1, 1, 3]).as_list() == [None, None, 3]
+
+
+def test_tensor_shape_helpers_strings_and_inequality():
+    from adplace.framework import tensor_shape as ts
+    assert ts.scalar().as_list() == [] and ts.vector(7).as_list() == [7] and ts.matrix(3, None).as_list() == [3, None]
+    assert str(ts.unknown_shape(ndims=2)) == "(?, ?)"
+    with pytest.raises(TypeError, match="A string has ambiguous TensorShape"):
+        tf.TensorShape("347")
+    assert (tf.TensorShape([3, 4, 7]) == "347") is False and tf.TensorShape([3, 4, 7]) == ["3", "4", "7"]
+    assert tf.TensorShape([1]) != tf.TensorShape([2])
+    with pytest.raises(ValueError, match="inequality of unknown TensorShapes is undefined"):
+        tf.TensorShape(None) != tf.TensorShape([1])  # noqa: B015 - TF1 raises here
+    assert (tf.TensorShape([1]) + tf.TensorShape([2])).as_list() == [1, 2]
+
+
+def test_dtype_str_is_tf_message_form_and_repr_is_tf_name():
+    assert str(tf.float32) == "<dtype: 'float32'>" and repr(tf.float32) == "tf.float32"
+    assert "%s" % tf.int32_ref == "<dtype: 'int32_ref'>" and f"{[tf.int64]}" == "[tf.int64]"

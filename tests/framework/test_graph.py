@@ -875,3 +875,26 @@ def test_device_opened_inside_colocation_is_kept_and_warned_once(caplog):
     assert (b.op.device, c.op.device, d.op.device) == ("/device:GPU:0", "/device:GPU:0", "/device:CPU:0")
     warnings = [r for r in caplog.records if "Tried to colocate op 'b'" in r.getMessage()]
     assert len(warnings) == 1 and not any("'c'" in r.getMessage() for r in caplog.records)
+
+
+def test_an_empty_graph_is_truthy_so_graph_or_default_keeps_it():
+    g = tf.Graph()
+    assert len(g) == 0 and bool(g) is True
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        # an explicit, empty graph is used, not the default graph (which already has a global step)
+        step = tf.train.create_global_step(g)
+    assert step.graph is g
+
+
+def test_register_shape_is_accepted_and_recorded_like_tf1s_deprecated_decorator():
+    from adplace.framework.registry import RegisterShape
+
+    def shape_fn(op):
+        return [tf.TensorShape(None)]
+
+    assert RegisterShape("TestOnlyShapeOp")(shape_fn) is shape_fn
+    assert RegisterShape("TestOnlyNoneShapeOp")(None) is None
+    assert RegisterShape.registered["TestOnlyShapeOp"] is shape_fn
+    with pytest.raises(TypeError, match="op_type must be a string"):
+        RegisterShape(3)

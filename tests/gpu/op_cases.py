@@ -145,6 +145,10 @@ CASES = {
                                            tf.reduce_max(t), tf.reduce_min(t, [0, 1]), tf.reduce_prod(t, 1)], {}))(
         tf.constant(_x(rng, 3, 4, low=0.5, high=1.5))),
     "empty_max": lambda rng: ([tf.reduce_max(tf.zeros([0, 3]), 0), tf.reduce_min(tf.zeros([2, 0]), 1)], {}),
+    "gather_batch_dims": lambda rng: ([tf.gather(tf.constant(_x(rng, 2, 3, 4)), [[2, 0, 3], [1, 1, 0]], axis=2,
+                                                 batch_dims=1)], {}),
+    "euclidean_norm_conj": lambda rng: ([tf.math.reduce_euclidean_norm(tf.constant(_x(rng, 3, 4)), 1),
+                                         tf.conj(tf.constant(_x(rng, 3).astype(np.complex64) * (1 + 2j)))], {}),
     "add_n": lambda rng: (tf.add_n([tf.constant(_x(rng, 3, 4)) for _ in range(3)]), {}),
     "cumulative": lambda rng: (lambda t: ([tf.cumsum(t, 1), tf.cumsum(t, 0, exclusive=True, reverse=True),
                                            tf.cumprod(t, 1, exclusive=True)], {}))(tf.constant(_x(rng, 3, 4))),
@@ -220,6 +224,7 @@ COVERS = {
     "compare": {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"},
     "int64_floordiv": {"FloorDiv", "Cast"}, "matmul": {"MatMul"}, "batch_matmul": {"BatchMatMulV2"},
     "reductions": {"Sum", "Mean", "Max", "Min", "Prod"}, "empty_max": {"Max", "Min"}, "add_n": {"AddN"},
+    "euclidean_norm_conj": {"EuclideanNorm", "Conj"}, "gather_batch_dims": {"GatherV2"},
     "cumulative": {"Cumsum", "Cumprod"}, "bias_add": {"BiasAdd"}, "cast_and_range": {"Cast", "Range"},
     "shapes": {"Shape", "Size", "Rank", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Identity", "StopGradient",
                "ZerosLike", "Fill", "Tile"},

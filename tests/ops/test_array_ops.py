@@ -447,10 +447,19 @@ def test_indexing_out_of_range_raises_value_error():
         tf.constant([1.0, 2.0])[5]
 
 
-def test_indexing_with_tensor_rejected():
-    x = tf.constant([1.0, 2.0])
-    with pytest.raises(TypeError, match="Indexing"):
-        x[tf.constant(0)]
+def test_indexing_with_tensor_indices_and_bounds():
+    value = np.arange(12.0).reshape(3, 4)
+    x, i = tf.placeholder(tf.float64, [3, 4]), tf.placeholder(tf.int32, [])
+    row, rows, col, tail = x[i], x[i:i + 1], x[:, i], x[-1, i:]
+    assert row.shape.as_list() == [4] and rows.shape.as_list() == [None, 4] and col.shape.as_list() == [3]
+    got = tf.Session().run([row, rows, col, tail, x[tf.constant(-1, tf.int64)]], {x: value, i: 2})
+    for out, want in zip(got, [value[2], value[2:3], value[:, 2], value[-1, 2:], value[-1]]):
+        np.testing.assert_array_equal(out, want)
+    grad = tf.gradients(tf.reduce_sum(x[i:, 1]), x)[0]
+    np.testing.assert_array_equal(tf.Session().run(grad, {x: value, i: 1}), [[0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]])
+    np.testing.assert_array_equal(run(tf.constant([5, 6, 7])[np.asarray(1, np.int64)]), 6)  # a 0-d NumPy index
+    with pytest.raises(ValueError, match="Attempting to slice scalar input"):
+        tf.constant(1.0)[:]
 
 
 def test_indexing_variable_reads_value():
@@ -612,6 +621,9 @@ def test_slice_values_shapes_and_minus_one():
     p = tf.placeholder(tf.float32, [None, 4])
     assert tf.slice(p, [1, 0], [-1, 2]).shape.as_list() == [None, 2]
     assert tf.slice(p, tf.placeholder(tf.int32, [2]), [1, 2]).shape.as_list() == [1, 2]
+    start, size = tf.placeholder(tf.int32, []), tf.constant(1)  # lists holding tensors keep their constant parts
+    assert tf.slice(np.zeros((2, 3)), [tf.constant(0), 0], [size, 2]).shape.as_list() == [1, 2]
+    assert tf.slice(np.zeros((2, 3)), [start, 0], [-1, 2]).shape.as_list() == [None, 2]
 
 
 def test_slice_errors():
@@ -640,6 +652,16 @@ def test_pad_modes_match_numpy(mode):
     assert _gradient_error(xp, tf.pad(xp, paddings, mode=mode), x) < 1e-8
 
 
+def test_pad_shape_keeps_the_known_parts_of_paddings_holding_tensors():
+    n = tf.placeholder(tf.int32, [])
+    x = tf.zeros([4, 4])
+    assert tf.pad(x, [[1, 2], [0, n]]).shape.as_list() == [7, None]
+    assert tf.pad(x, [[n, 0], [1, 2]]).shape.as_list() == [None, 7]
+    assert tf.pad(x, [tf.constant([1, 0]), [0, n]]).shape.as_list() == [5, None]
+    assert tf.pad(tf.placeholder(tf.float32, [None, 20]), [[0, n], [0, 0]]).shape.as_list() == [None, 20]
+    np.testing.assert_array_equal(run(tf.pad([[1.0]], [[n, 0], [0, 1]]), {n: 1}), [[0.0, 0.0], [1.0, 0.0]])
+
+
 def test_pad_constant_values_uses_pad_v2():
     p = tf.pad([[1, 2]], [[1, 0], [0, 1]], constant_values=9)
     assert p.op.type == "PadV2" and p.op.name == "PadV2"
@@ -651,9 +673,14 @@ def test_pad_constant_values_uses_pad_v2():
 
 def test_pad_errors():
     with pytest.raises(ValueError, match="Unknown padding mode: WRAP"):
-        tf.pad([1.0], [[1, 1]], mode="WRAP")
-    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 1 for 'Pad"):
+        tf.pad([1.0], [[1, 1]], mode="wrap")
+    with pytest.raises(ValueError, match=r"Shape must be rank 1 but is rank 2 for 'Pad\w*' \(op: 'Pad'\)"):
         tf.pad(np.zeros((2, 2)), [[1, 1]])
+    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1 for 'Pad"):
+        tf.pad(np.zeros((2, 2)), [1, 1])
+    with pytest.raises(ValueError, match="Dimension must be 2 but is 1 for 'Pad"):
+        tf.pad(np.zeros((2, 2)), [[1], [1]])
+    np.testing.assert_array_equal(run(tf.pad(np.float32(7), np.zeros((0, 2), np.int32))), 7)  # a scalar: no pairs
     p = tf.placeholder(tf.int32, [1, 2])
     with pytest.raises(tf.errors.InvalidArgumentError, match="paddings must be less than the dimension size: 3, 0"):
         run(tf.pad([1.0, 2.0, 3.0], p, mode="REFLECT"), {p: [[3, 0]]})
@@ -722,3 +749,18 @@ def test_matmul_rank_three_times_rank_two_and_mismatch_error():
     with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 4 for 'MatMul\\w*' "
                                          "\\(op: 'BatchMatMulV2'\\)"):
         tf.matmul(a0, np.ones((4, 5)))
+
+
+def test_constant_casts_numpy_values_to_the_dtype_asked_for_but_checks_python_values():
+    """TF casts an ndarray with astype (float -> uint8 wraps, ints -> bool), while Python lists must fit the dtype;
+    an empty list is any dtype."""
+    wrapped, flags, empty = tf.Session().run([tf.constant(np.array([1.7, 300.0]), dtype=tf.uint8),
+                                              tf.constant(np.array([0, 2]), dtype=tf.bool),
+                                              tf.constant([], dtype=tf.bool)])
+    np.testing.assert_array_equal(wrapped, np.array([1.7, 300.0]).astype(np.uint8))
+    np.testing.assert_array_equal(flags, [False, True])
+    assert empty.dtype == np.bool_ and empty.shape == (0,)
+    with pytest.raises(TypeError, match="Expected int32"):
+        tf.constant([1.5], dtype=tf.int32)
+    with pytest.raises(TypeError, match="Expected bool"):
+        tf.constant([1, 0], dtype=tf.bool)

@@ -526,3 +526,70 @@ def test_results_do_not_depend_on_the_batch_chunking(monkeypatch):
     for got, expected in zip(_run(fetches), whole):
         np.testing.assert_allclose(got, expected, rtol=1e-12)
     np.testing.assert_allclose(whole[0], ref_conv2d(x, f, (2, 2)), rtol=1e-10)
+
+
+def test_conv2d_transpose_of_int32_runs_on_the_cpu():
+    x, f = np.arange(48, dtype=np.int32).reshape(2, 4, 2, 3), np.arange(54, dtype=np.int32).reshape(3, 3, 2, 3)
+    y = tf.nn.conv2d_transpose(x, f, [2, 8, 4, 2], [1, 2, 2, 1])
+    assert y.dtype == tf.int32 and has_kernel("Conv2DBackpropInput", "CPU", tf.int32)
+    expected = tf.nn.conv2d_transpose(x.astype(np.float64), f.astype(np.float64), [2, 8, 4, 2], [1, 2, 2, 1])
+    got, want = _run([y, expected])
+    np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+def test_conv2d_transpose_stacked_shape_keeps_a_static_batch():
+    """tf.shape(x)[0] of an x whose batch size is known counts as a constant, as in TF's shape inference."""
+    x = tf.ones([3, 10, 5, 1])
+    y = tf.nn.conv2d_transpose(x, tf.ones([3, 3, 5, 1]), tf.stack([tf.shape(x)[0], 10, 5, 5]), [1, 1, 1, 1])
+    assert y.shape.as_list() == [3, 10, 5, 5]
+
+
+def ref_nd_pool(x, window, strides, padding, reduce, dilation=None):
+    """Pooling over every spatial axis of a channels-last array, one axis at a time (a box window separates)."""
+    dilation = dilation or [1] * len(window)
+    for axis, (k, s, d) in enumerate(zip(window, strides, dilation), start=1):
+        size, span = x.shape[axis], (k - 1) * d + 1
+        out = -(-size // s) if padding == "SAME" else -(-(size - span + 1) // s)
+        before = max(0, (out - 1) * s + span - size) // 2 if padding == "SAME" else 0
+        taken = []
+        for o in range(out):
+            start = o * s - before
+            taps = [start + t * d for t in range(k) if 0 <= start + t * d < size]
+            taken.append(reduce(np.take(x, taps, axis=axis), axis=axis))
+        x = np.stack(taken, axis=axis)
+    return x
+
+
+@pytest.mark.parametrize("pooling_type, reduce", [("MAX", np.max), ("AVG", np.mean)])
+@pytest.mark.parametrize("shape, window, strides, dilation, padding", [
+    ((2, 9, 2), [3], [2], None, "SAME"),
+    ((2, 9, 10, 11, 2), [2, 3, 2], [2, 1, 2], None, "SAME"),
+    ((2, 9, 10, 2), [2, 3], [1, 1], [2, 3], "VALID"),
+    ((1, 7, 6, 5, 1), [2, 1, 2], [1, 1, 1], [2, 1, 3], "VALID"),
+])
+def test_nn_pool_matches_direct_loops(pooling_type, reduce, shape, window, strides, dilation, padding):
+    x = -np.arange(np.prod(shape), dtype=np.float64).reshape(shape) - 1
+    y = tf.nn.pool(x, window, pooling_type, padding, dilation_rate=dilation, strides=strides)
+    expected = ref_nd_pool(x, window, strides, padding, reduce, dilation)
+    assert y.shape.as_list() == list(expected.shape)
+    np.testing.assert_allclose(_run(y), expected, rtol=1e-12)
+    err = _gradient_error(lambda t: tf.nn.pool(t, window, pooling_type, padding, dilation_rate=dilation,
+                                               strides=strides), RNG.permutation(x.size).reshape(shape) / 4.0)
+    assert err < 1e-6  # distinct inputs, spaced wider than the checker's step: no max ties
+
+
+def test_nn_pool_channels_first_and_errors():
+    x = RNG.normal(size=(2, 3, 8))
+    y = tf.nn.pool(x, [2], "MAX", "VALID", strides=[2], data_format="NCW")
+    np.testing.assert_allclose(_run(y), np.transpose(ref_nd_pool(np.transpose(x, (0, 2, 1)), [2], [2], "VALID",
+                                                                   np.max), (0, 2, 1)))
+    with pytest.raises(ValueError, match=r"`len\(window_shape\)` must be 1, 2, or 3"):
+        tf.nn.pool(tf.ones([1, 2, 2, 2, 2, 1]), [1, 1, 1, 1], "MAX", "VALID")
+    with pytest.raises(ValueError, match="pooling with 'SAME' padding is not implemented for `dilation_rate` > 1"):
+        tf.nn.pool(x, [2], "MAX", "SAME", dilation_rate=[2])
+    with pytest.raises(ValueError, match="`strides > 1` not supported in conjunction with `dilation_rate > 1`"):
+        tf.nn.pool(x, [2], "MAX", "VALID", dilation_rate=[2], strides=[2])
+    with pytest.raises(ValueError, match=r"`strides` > `window_shape` not supported"):
+        tf.nn.pool(x, [2], "AVG", "VALID", strides=[3])
+    with pytest.raises(ValueError, match="Pooling type must be 'MAX' or 'AVG'. Received: pooling_type=MIN"):
+        tf.nn.pool(x, [2], "MIN", "VALID")

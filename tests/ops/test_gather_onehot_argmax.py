@@ -245,3 +245,23 @@ def test_one_hot_dtype_inference_and_errors():
 def test_one_hot_has_no_gradient():
     on = tf.placeholder(tf.float32, [])
     assert tf.gradients(tf.one_hot([0, 1], 2, on_value=on, off_value=0.0), on) == [None]
+
+
+def test_gather_batch_dims_values_shapes_and_gradient():
+    rows = tf.gather([[10, 11, 12, 13], [20, 21, 22, 23]], [[2, 1], [0, 3]], batch_dims=1)
+    assert rows.op.get_attr("batch_dims") == 1 and rows.shape.as_list() == [2, 2]
+    np.testing.assert_array_equal(run(rows), [[12, 11], [20, 23]])
+    params = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5)
+    indices = np.arange(2 * 6).reshape(2, 6) % 4
+    inner = tf.gather(params, indices, axis=2, batch_dims=1)
+    assert inner.shape.as_list() == [2, 3, 6, 5]
+    np.testing.assert_array_equal(run(inner), np.stack([np.take(params[b], indices[b], axis=1) for b in range(2)]))
+    np.testing.assert_array_equal(run(tf.gather([[1, 2], [3, 4]], [[1], [0]], batch_dims=-1)), [[2], [3]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1,0\] = 5 is not in \[0, 2\)"):
+        run(tf.gather([[1, 2], [3, 4]], [[1], [5]], batch_dims=1))
+    with pytest.raises(ValueError, match=r"batch_dims \(2\) must be less than or equal to axis \(1\)"):
+        tf.gather(params, indices[..., None], axis=1, batch_dims=2)
+    p = tf.placeholder(tf.float64, [2, 3, 4, 5])
+    g = tf.gather(p, indices, axis=2, batch_dims=1)
+    with tf.Session():
+        assert tf.test.compute_gradient_error(p, [2, 3, 4, 5], g, [2, 3, 6, 5], x_init_value=params * 1.0) < 1e-8

@@ -131,7 +131,7 @@ def test_argument_errors():
         tf.variance_scaling_initializer(mode="fan_sum")
     with pytest.raises(ValueError, match="Invalid `distribution` argument: cauchy"):
         tf.variance_scaling_initializer(distribution="cauchy")
-    with pytest.raises(ValueError, match="Expected floating point type, got tf.int32."):
+    with pytest.raises(ValueError, match="Expected floating point type, got <dtype: 'int32'>."):
         tf.random_normal_initializer(dtype=tf.int32)
 
 

@@ -108,7 +108,24 @@ def test_mean_pairwise_squared_error_matches_pairs():
 
     per_row = np.array([pairwise(y[0], p[0]), pairwise(y[1], p[1])])
     loss = tf.losses.mean_pairwise_squared_error(y, p, weights=[[2.0], [1.0]])
-    np.testing.assert_allclose(run(loss), (2 * per_row[0] + per_row[1]) / 2, rtol=1e-5)
+    assert loss.op.name == "mean_pairwise_squared_error/value_2"  # as TF: both div_no_nan ops are "value" too
+    np.testing.assert_allclose(run(loss), 2 * per_row[0] + per_row[1], rtol=1e-5)  # TF1 sums the weighted rows
+    zero_weights = tf.losses.mean_pairwise_squared_error(y, p, weights=0.0)
+    assert run(zero_weights) == 0.0
+    with pytest.raises(TypeError, match="reduction"):
+        tf.losses.mean_pairwise_squared_error(y, p, reduction=tf.losses.Reduction.SUM)
+
+
+def test_weights_that_do_not_broadcast_fail_when_run():
+    """With shapes known only when run, an Assert checks the weights before they are applied."""
+    values = np.arange(24, dtype=np.float32).reshape(3, 2, 4)
+    weights = tf.placeholder(tf.float32)
+    loss = tf.losses.compute_weighted_loss(values, weights=weights)
+    for bad in (np.ones((3,)), np.ones((3, 2)), np.ones((2, 2, 2, 2)), np.ones((3, 2, 4, 1))):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"weights can not be broadcast to values\."):
+            run(loss, {weights: bad})
+    for good in (np.float32(2.0), np.ones((3, 1, 4)), np.ones((1, 2, 1))):
+        np.testing.assert_allclose(run(loss, {weights: good}), np.mean(values * good), rtol=1e-6)
 
 
 def np_softmax_xent(labels, logits):
@@ -246,3 +263,15 @@ def test_zero_weights_give_zero_loss_and_finite_gradient():
     value, g = run([loss, grad])
     assert value == 0.0
     np.testing.assert_array_equal(g, np.zeros_like(PREDS))
+
+
+def test_sparse_softmax_loss_squeezes_weights_of_unknown_rank_when_run():
+    """Column weights [batch, 1] fed to a placeholder of unknown rank lose their last dim, as TF's cond does."""
+    logits = tf.constant([[10.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 1.0]])
+    labels = tf.constant([[2], [0], [1]])
+    weights = tf.placeholder(tf.float32)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits, weights)
+    per_example = run(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[2, 0, 1], logits=logits))
+    column = np.array([[1.0], [2.0], [0.0]], np.float32)
+    np.testing.assert_allclose(run(loss, {weights: column}), (per_example * column[:, 0]).sum() / 2, rtol=1e-6)
+    np.testing.assert_allclose(run(loss, {weights: 3.0}), per_example.mean() * 3, rtol=1e-6)

@@ -340,8 +340,14 @@ def test_reduction_of_scalar_and_unknown_rank():
 
 
 def test_reduction_axis_out_of_range_raises():
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ValueError, match=r"Invalid reduction dimension 2 for input with 2 dimensions. for 'Sum' "
+                                         r"\(op: 'Sum'\) with input shapes: \[2,3\], \[\] and with computed input "
+                                         r"tensors: input\[1\] = <2>."):
         tf.reduce_sum(tf.zeros([2, 3]), axis=2)
+    with pytest.raises(ValueError, match="Invalid reduction dimension -3 for input with 2 dimensions"):
+        tf.reduce_sum(tf.zeros([2, 3]), axis=[0, -3])
+    with pytest.raises(ValueError, match="Shape must be at most rank 1 but is rank 2 for 'Sum"):
+        tf.reduce_sum(tf.placeholder(tf.float32), [[1], [2]])
 
 
 def test_reduction_with_unknown_axis_tensor():
@@ -531,3 +537,72 @@ def test_batched_matmul_broadcasts_batch_dims():
     np.testing.assert_allclose(tf.Session().run(c), a @ b)
     t = tf.matmul(tf.constant(a), tf.constant(a), transpose_b=True)
     np.testing.assert_allclose(tf.Session().run(t), a @ np.swapaxes(a, 1, 2))
+
+
+def test_reduction_axes_checked_at_run_time():
+    axes = tf.placeholder(tf.int32, [None])
+    total = tf.reduce_sum(tf.constant(M[0]), axes)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Axes contains duplicate dimension: 1"):
+        run(total, {axes: [1, -1]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Invalid reduction dimension \(2 for input with 2 "):
+        run(total, {axes: [2]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Axes contains duplicate dimension: 0"):
+        run(tf.reduce_all(tf.constant([[True]]), axes), {axes: [0, 0]})
+
+
+def test_reduction_over_all_axes_of_unknown_rank_is_a_scalar():
+    p = tf.placeholder(tf.float32)
+    for fn in (tf.reduce_sum, tf.reduce_mean, tf.reduce_max, tf.math.reduce_euclidean_norm):
+        assert fn(p).shape.as_list() == []
+    assert tf.reduce_sum(p, keepdims=True).shape.ndims is None
+    np.testing.assert_allclose(run(tf.reduce_sum(p), {p: np.ones((2, 3))}), 6.0)
+
+
+def test_reduce_euclidean_norm_values_dtypes_and_gradient():
+    x = np.array([[3.0, 4.0], [6.0, 8.0]])
+    y = tf.math.reduce_euclidean_norm(x, 1)
+    assert y.op.type == "EuclideanNorm" and y.op.name == "EuclideanNorm"
+    np.testing.assert_allclose(run(y), [5.0, 10.0])
+    assert tf.math.reduce_euclidean_norm(x, 0, keepdims=True).shape.as_list() == [1, 2]
+    np.testing.assert_array_equal(run(tf.math.reduce_euclidean_norm(np.array([2, 3], np.int32))), 3)  # floor(3.6)
+    np.testing.assert_allclose(run(tf.math.reduce_euclidean_norm(np.array([3 + 4j], np.complex64))), 5.0)
+    p = tf.placeholder(tf.float64, [2, 2])
+    with tf.Session():
+        for keep in (False, True):
+            norm = tf.math.reduce_euclidean_norm(p, 0, keepdims=keep)
+            assert tf.test.compute_gradient_error(p, [2, 2], norm, norm.shape.as_list(), x_init_value=x) < 1e-7
+
+
+def test_reduced_shape():
+    from adplace.ops.reduction_ops import reduced_shape
+    np.testing.assert_array_equal(run(reduced_shape([5, 3], [0])), [1, 3])
+    np.testing.assert_array_equal(run(reduced_shape([10, 10, 10], [-1, 0])), [1, 10, 1])
+    shape, axes = tf.placeholder(tf.int32, [None]), tf.placeholder(tf.int32, [None])
+    np.testing.assert_array_equal(run(reduced_shape(shape, axes), {shape: [0, 3], axes: [-1]}), [0, 1])
+
+
+def test_matmul_adjoints_conjugate_and_reject_transpose_with_adjoint():
+    a = np.array([[1 + 2j, 3 - 1j], [0 + 1j, 2 + 0j]], np.complex128)
+    b = np.array([[2 - 1j, 1j], [1 + 1j, 4 + 0j]], np.complex128)
+    np.testing.assert_allclose(run(tf.matmul(a, b, adjoint_a=True)), a.conj().T @ b)
+    np.testing.assert_allclose(run(tf.matmul(a, b, adjoint_b=True)), a @ b.conj().T)
+    np.testing.assert_allclose(run(tf.matmul(a, b, transpose_a=True)), a.T @ b)
+    a3, b3 = np.stack([a, 2 * a]), np.stack([b, b])
+    np.testing.assert_allclose(run(tf.matmul(a3, b3, adjoint_a=True)), np.conj(np.swapaxes(a3, 1, 2)) @ b3)
+    np.testing.assert_allclose(run(tf.matmul(a3, b3, transpose_b=True)), a3 @ np.swapaxes(b3, 1, 2))
+    m = M[0]
+    np.testing.assert_allclose(run(tf.matmul(m, m, adjoint_b=True, a_is_sparse=True)), m @ m.T)
+    with pytest.raises(ValueError, match="Only one of transpose_a and adjoint_a can be True."):
+        tf.matmul(m, m, transpose_a=True, adjoint_a=True)
+
+
+def test_conj_and_its_gradient():
+    z = tf.constant([1 + 2j, -3j])
+    assert tf.conj(z).op.type == "Conj" and tf.math.conj is tf.conj
+    np.testing.assert_allclose(run(tf.conj(z)), [1 - 2j, 3j])
+    real = tf.constant([1.0, 2.0])
+    assert tf.conj(real) is real
+    with pytest.raises(TypeError, match="Expected numeric or variant tensor"):
+        tf.conj(tf.constant([True]))
+    g = tf.gradients(tf.conj(z), z, grad_ys=tf.constant([1j, 1 + 0j]))[0]
+    np.testing.assert_allclose(run(g), [-1j, 1])

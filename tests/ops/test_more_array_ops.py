@@ -180,3 +180,15 @@ def test_top_k_gradient_goes_to_the_chosen_positions():
         g = tf.gradients(values * np.array([[1.0, 10.0]]), x)[0]
         assert g.eval().tolist() == [[0.0, 1.0, 0.0, 10.0], [1.0, 0.0, 10.0, 0.0]]
         assert tf.test.compute_gradient_error(x, [2, 4], values, [2, 2], x_init_value=x0) < 1e-8
+
+
+def test_top_k_index_type_and_k_dtype():
+    values, indices = tf.nn.top_k([[0.1, 0.3, 0.2, 0.4]], 2, index_type=tf.int64)
+    assert indices.dtype == tf.int64 and indices.shape.as_list() == [1, 2]
+    got_values, got_indices = tf.Session().run([values, indices])
+    np.testing.assert_allclose(got_values, [[0.4, 0.3]])
+    assert got_indices.dtype == np.int64 and got_indices.tolist() == [[3, 1]]
+    k = tf.constant(1, tf.int64)
+    assert tf.Session().run(tf.nn.top_k([5, 9, 7], k).indices).tolist() == [1]
+    with pytest.raises(TypeError, match="parameter 'index_type' has DataType float32"):
+        tf.nn.top_k([1.0], 1, index_type=tf.float32)

@@ -115,3 +115,27 @@ def test_batch_normalization_formula():
     vy, vbare = tf.Session().run([y, bare])
     np.testing.assert_allclose(vy, scale0 * (x0 - mean0) / np.sqrt(var0 + 1e-3) + offset0, rtol=1e-10)
     np.testing.assert_allclose(vbare, (x0 - mean0) / np.sqrt(var0 + 1e-3), rtol=1e-10)
+
+
+def test_bias_add_channels_first_uses_axis_one_at_every_rank():
+    """"NC..." puts the channels right after the batch, so a 3-D or 5-D input adds the bias along axis 1."""
+    for shape in ((2, 3, 4), (2, 3, 2, 2, 2)):
+        x = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+        b = np.array([1.0, 2.0, 3.0])
+        y = tf.nn.bias_add(x, b, data_format="NCHW")
+        assert y.shape.as_list() == list(shape)
+        np.testing.assert_array_equal(tf.Session().run(y), x + b.reshape((1, 3) + (1,) * (len(shape) - 2)))
+    with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 4 and 3 for 'BiasAdd_2' \(op: "
+                                         r"'BiasAdd'\) with input shapes: \[2,4,3\], \[3\]."):
+        tf.nn.bias_add(tf.ones([2, 4, 3]), tf.ones([3]), data_format="NCHW")
+
+
+def test_crelu_concatenates_both_signs_along_the_axis():
+    x = np.array([[-9, 7, -5], [1, -3, 5]], dtype=np.int32)
+    y = tf.nn.crelu(x)
+    assert y.op.type == "Relu" and y.op.name == "CRelu/Relu" and y.op.inputs[0].op.name == "CRelu"
+    assert y.shape.as_list() == [2, 6]
+    np.testing.assert_array_equal(tf.Session().run(y), np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)], 1))
+    rows = tf.nn.crelu(x.astype(np.float32), axis=0)
+    assert rows.shape.as_list() == [4, 3]
+    np.testing.assert_array_equal(tf.Session().run(rows), np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)], 0))

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import adplace as tf
+from adplace.ops.op_builder import apply_op
 
 RNG = np.random.default_rng(0)
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -339,3 +340,42 @@ def test_xw_plus_b():
     assert tf.get_default_graph().get_operation_by_name("xw_plus_b/MatMul").type == "MatMul"
     np.testing.assert_allclose(run(y), x0 @ w0 + b0, rtol=1e-12)
     assert tf.nn.xw_plus_b(x0, w0, b0, name="dense").name == "dense:0"
+
+
+def test_softmax_over_an_axis_known_only_when_run():
+    x0 = RNG.normal(size=(2, 3, 4))
+    axis = tf.placeholder_with_default(1, shape=[])
+    y = tf.nn.softmax(tf.constant(x0), axis=axis)
+    z = tf.nn.log_softmax(tf.constant(x0), axis=axis)
+    assert y.shape.as_list() == [2, 3, 4] and z.shape.as_list() == [2, 3, 4]
+    for value in (0, 1, 2, -1, -3):
+        got_y, got_z = run([y, z], {axis: value})
+        np.testing.assert_allclose(got_z, np_log_softmax(x0, axis=value), rtol=1e-12)
+        np.testing.assert_allclose(got_y, np.exp(np_log_softmax(x0, axis=value)), rtol=1e-12)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        run(y, {axis: 3})
+
+
+def test_softmax_cross_entropy_float64_keeps_the_tail_of_a_confident_row():
+    """p = 1 - tail rounds to 1 in float64; the gradient of the confident class still carries -tail."""
+    tail = np.exp(-37.42994775023705)
+    logits = tf.constant([[37.42994775023705, 0.0], [3.0, 0.0]], tf.float64)
+    labels = tf.constant([[1.0, 0.0], [0.5, 0.5]], tf.float64)
+    grad = tf.gradients(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits), logits)[0]
+    got = run(grad)
+    np.testing.assert_allclose(got[0], [-tail, tail], rtol=1e-14, atol=0)
+    p = 1 / (1 + np.exp(-3.0))
+    np.testing.assert_allclose(got[1], [p - 0.5, 0.5 - p], rtol=1e-14)
+    one_class = tf.constant([[0.0]], tf.float64)
+    zero = run(tf.gradients(tf.nn.softmax_cross_entropy_with_logits_v2(labels=[[1.0]], logits=one_class),
+                            one_class)[0])
+    assert zero[0, 0] == 0 and not np.signbit(zero[0, 0])
+
+
+def test_softmax_cross_entropy_kernel_needs_a_class():
+    """The op itself (TF's gen_nn_ops.softmax_cross_entropy_with_logits) rejects rows of no classes."""
+    logits = tf.placeholder(tf.float32, [None, None])
+    loss = apply_op("SoftmaxCrossEntropyWithLogits", [logits, logits], {"T": tf.float32}, name="xent").outputs[0]
+    for batch in (0, 1):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Must have at least one class, but got 0 classes"):
+            run(loss, {logits: np.zeros((batch, 0), np.float32)})

@@ -601,3 +601,15 @@ def test_running_an_uninitialized_variable_op_as_a_target_is_fine():
 def test_variables_are_not_iterable():
     with pytest.raises(TypeError, match="not iterable"):
         list(tf.Variable(tf.zeros([3])))
+
+
+def test_variable_op_is_a_raw_variable_that_an_assign_initializes():
+    from adplace.ops import state_ops
+    with tf.Graph().as_default():
+        step = state_ops.variable_op([], tf.int32)
+        loose = state_ops.variable_op([2], tf.float32, name="loose", set_shape=False)
+        assert step.op.type == "VariableV2" and step.dtype == tf.int32._as_ref
+        assert step.get_shape().as_list() == [] and loose.get_shape().ndims is None
+        assign = state_ops.assign(step, 7)
+        with tf.Session() as sess:
+            assert sess.run(assign) == 7 and sess.run(step) == 7

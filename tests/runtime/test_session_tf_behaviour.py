@@ -403,3 +403,111 @@ def test_shapes_that_do_not_broadcast_at_run_time_give_tfs_incompatible_shapes_e
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"^Incompatible shapes: \[2\] vs. \[1,3\]\n") as info:
         tf.Session().run(a + b, {a: [1.0, 2.0], b: [[1.0, 2.0, 3.0]]})
     assert info.value.op.name == "add"
+
+
+# --- RunMetadata.HasField, thread-pool options, _DeviceAttributes ----------------------------------------------
+
+def test_run_metadata_has_step_stats_only_after_a_traced_run():
+    metadata = tf.RunMetadata()
+    with tf.Graph().as_default():
+        c = tf.constant(1.0)
+        with tf.Session() as sess:
+            sess.run(c, run_metadata=metadata)
+            assert not metadata.HasField("step_stats")
+            sess.run(c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata)
+    assert metadata.HasField("step_stats") and not metadata.HasField("cost_graph")
+    with pytest.raises(ValueError, match='has no field "bogus"'):
+        metadata.HasField("bogus")
+
+
+def test_session_inter_op_thread_pool_is_a_repeated_field_with_add():
+    config = tf.ConfigProto()
+    pool = config.session_inter_op_thread_pool.add(num_threads=2)
+    pool.global_name = "shared"
+    assert len(config.session_inter_op_thread_pool) == 1 and not tf.ConfigProto().session_inter_op_thread_pool
+    with tf.Graph().as_default():
+        c = tf.constant(3.0)
+        with tf.Session(config=config) as sess:
+            assert sess.run(c) == 3.0
+
+
+def test_device_attributes_canonicalize_the_name_and_print_like_tf():
+    from adplace.runtime.session import _DeviceAttributes
+    attrs = _DeviceAttributes("/job:worker/replica:0/task:3/cpu:1", "CPU", 1337, 7)
+    assert attrs.name == "/job:worker/replica:0/task:3/device:CPU:1"
+    assert (attrs.device_type, attrs.memory_limit_bytes, attrs.incarnation) == ("CPU", 1337, 7)
+    assert "%s" % attrs == "_DeviceAttributes(/job:worker/replica:0/task:3/device:CPU:1, CPU, 1337, 7)"
+
+
+# --- the default-session stack ------------------------------------------------------------------------------
+
+def test_default_sessions_must_close_innermost_first_and_reset_forgets_them():
+    from adplace.framework.session_stack import _default_session_stack
+    outer, inner = tf.Session(), tf.Session()
+    outer_block, inner_block = outer.as_default(), inner.as_default()
+    outer_block.__enter__()
+    inner_block.__enter__()
+    assert tf.get_default_session() is inner
+    with pytest.raises(AssertionError, match="Nesting violated for default stack"):
+        outer_block.__exit__(None, None, None)
+    _default_session_stack.reset()
+    assert tf.get_default_session() is None
+    inner_block.__exit__(None, None, None)  # after reset(): no complaint
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "An interactive session is already active": expected here
+        first, second = tf.InteractiveSession(), tf.InteractiveSession()
+    first.close()  # interactive sessions may close in any order
+    assert tf.get_default_session() is second
+    second.close()
+    assert tf.get_default_session() is None
+
+
+# --- bytes names, registered fetch/feed conversions, callables from CallableOptions -----------------------------
+
+def test_ops_named_with_bytes_get_text_names_and_fetch_by_bytes():
+    with tf.Graph().as_default():
+        e = tf.constant(44.0, name=b"e")
+        assert e.name == "e:0" and isinstance(e.op.name, str)
+        with tf.Session() as sess:
+            assert sess.run(b"e:0") == sess.run("e:0") == 44.0
+
+
+def test_registered_conversion_functions_fetch_and_feed_custom_objects():
+    from adplace.runtime.fetches import REGISTERED_EXPANSIONS, register_session_run_conversion_functions
+
+    class Doubled:
+        def __init__(self, value):
+            self.tensor = tf.convert_to_tensor(value) * 2.0
+
+    register_session_run_conversion_functions(Doubled, lambda d: ([d.tensor], lambda values: values[0]),
+                                              lambda d, value: [(d.tensor, value)], lambda d: [d.tensor])
+    try:
+        with pytest.raises(ValueError, match="has already been registered"):
+            register_session_run_conversion_functions(Doubled, lambda d: ([d.tensor], list))
+        with tf.Graph().as_default():
+            doubled = Doubled(np.array([1.0, 2.0]))
+            with tf.Session() as sess:
+                np.testing.assert_allclose(sess.run(doubled), [2.0, 4.0])
+                np.testing.assert_allclose(sess.run(doubled, feed_dict={doubled: [7.0, 8.0]}), [7.0, 8.0])
+                handle = sess.partial_run_setup([doubled], [doubled])
+                np.testing.assert_allclose(sess.partial_run(handle, doubled, {doubled: [5.0, 6.0]}), [5.0, 6.0])
+    finally:
+        REGISTERED_EXPANSIONS[:] = [e for e in REGISTERED_EXPANSIONS if e[0] is not Doubled]
+
+
+def test_make_callable_from_options_feeds_fetches_and_targets_by_name():
+    from adplace.runtime.options import CallableOptions
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, name="x")
+        tf.add(x, 1.0, name="y")
+        counter = tf.Variable(0, name="counter")
+        tf.assign_add(counter, 1, name="bump")
+        options = CallableOptions(feed=["x:0"], fetch=["y:0"], target=["bump"])
+        options.run_options.trace_level = tf.RunOptions.FULL_TRACE
+        with tf.Session() as sess:
+            sess.run(counter.initializer)
+            step = sess._make_callable_from_options(options)
+            metadata = tf.RunMetadata()
+            assert step(np.float32(1.0), run_metadata=metadata) == [2.0]
+            assert step(np.float32(4.0)) == [5.0]
+            assert sess.run(counter) == 2 and metadata.HasField("step_stats")

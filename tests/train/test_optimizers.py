@@ -585,3 +585,35 @@ def test_slots_of_a_variable_with_unknown_shape(case):
         np.testing.assert_allclose(sess.run(w), expected, rtol=1e-12)
         for name, value in slots.items():
             np.testing.assert_allclose(sess.run(opt.get_slot(w, name)), value, rtol=1e-12)
+
+
+# --- the cached global-step read and is_resource_variable --------------------------------------------------------
+
+def test_global_step_read_is_cached_and_taken_before_increments():
+    from adplace.train import training_util
+    with tf.Graph().as_default():
+        assert training_util._get_or_create_global_step_read() is None       # no global step yet
+        tf.train.create_global_step()
+        read = training_util._get_or_create_global_step_read()
+        assert read is training_util._get_or_create_global_step_read()
+        assert read.op.name.startswith("global_step/")
+        inc1, inc3 = training_util._increment_global_step(1), training_util._increment_global_step(3)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run([read, inc1])[0] == 0
+            assert sess.run([read, inc3])[0] == 1
+            assert sess.run(read) == 4
+
+
+def test_increment_global_step_needs_a_global_step():
+    from adplace.train import training_util
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="Global step tensor should be created"):
+            training_util._increment_global_step(1)
+
+
+def test_is_resource_variable_is_false_for_reference_variables():
+    from adplace.ops.variables import is_resource_variable
+    with tf.Graph().as_default():
+        assert is_resource_variable(tf.Variable(1.0)) is False
+        assert is_resource_variable(tf.constant(1.0)) is False
