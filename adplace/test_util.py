@@ -270,6 +270,12 @@ def _description_decorator(description):
 
 
 disable_xla = no_xla_auto_jit = xla_allow_fallback = enable_tf_xla_constant_folding = _description_decorator
+run_without_tensor_float_32 = _description_decorator  # adplace's float32 matmuls never use TF32
+
+
+def is_xla_enabled() -> bool:
+    """False: adplace never compiles with XLA."""
+    return False
 
 
 # --- the test case --------------------------------------------------------------------------------------------

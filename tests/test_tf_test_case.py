@@ -503,6 +503,10 @@ def test_tf1_decorators_run_the_test_in_graph_mode():
         def test_c_api(self):
             ran.append("c_api")
 
+        @test_util.run_without_tensor_float_32("exact float32 products")
+        def test_no_tf32(self):
+            ran.append("no_tf32")
+
         @test_util.run_v2_only
         def test_v2(self):
             ran.append("v2")
@@ -510,7 +514,8 @@ def test_tf1_decorators_run_the_test_in_graph_mode():
     for case in (AllModes, Deprecated, Case):
         result = _run(case)
         assert result.wasSuccessful(), _messages(result)
-    assert sorted(ran) == sorted(["all", "class", "v1", "v1_only", "both", "graph", "c_api"])
+    assert sorted(ran) == sorted(["all", "class", "v1", "v1_only", "both", "graph", "c_api", "no_tf32"])
+    assert test_util.is_xla_enabled() is False
     assert len(_run(Case, "test_v2").skipped) == 1
     with pytest.raises(ValueError, match="'reason' should be string"):
         test_util.run_v1_only(lambda self: None)

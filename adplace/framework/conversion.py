@@ -26,6 +26,8 @@ def convert_to_tensor(value, dtype=None, name: str | None = None, preferred_dtyp
             raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype "
                              f"{value._dtype.name}: {value!r}")
         return value
+    if value is None:
+        raise ValueError("None values not supported.")
     for _, base_type, fn in _conversion_functions:
         if isinstance(value, base_type):
             if dtype is None and preferred_dtype is not None:

@@ -56,3 +56,7 @@ InternalError = _subclass("InternalError", INTERNAL, "An internal invariant brok
 UnavailableError = _subclass("UnavailableError", UNAVAILABLE, "The runtime is currently unavailable.")
 DataLossError = _subclass("DataLossError", DATA_LOSS, "Unrecoverable data loss or corruption.")
 UnauthenticatedError = _subclass("UnauthenticatedError", UNAUTHENTICATED, "The request lacks credentials.")
+
+
+class OperatorNotAllowedInGraphError(TypeError):
+    """A Python operation a graph tensor cannot support (using it as a `bool`); a TypeError, as in TF 1."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.device_spec import DeviceSpecV2, canonical_name
+from adplace.framework.errors import OperatorNotAllowedInGraphError
 from adplace.framework.session_stack import session_for
 from adplace.framework.tensor_shape import TensorShape, as_shape
 
@@ -108,7 +109,7 @@ class Tensor:
         return f'Tensor("{self.name}"{shape}, dtype={self._dtype.name}{device})'
 
     def __bool__(self):
-        raise TypeError(f"Using a `tf.Tensor` as a Python `bool` is not allowed: {self.name!r} has no value until "
+        raise OperatorNotAllowedInGraphError(f"Using a `tf.Tensor` as a Python `bool` is not allowed: {self.name!r} has no value until "
                         "Session.run. Use `if t is not None:` to test for None, or tf.cond to branch on its value.")
 
     def __iter__(self):
@@ -172,6 +173,7 @@ class Operation:
     outputs = property(lambda self: list(self._outputs))
     control_inputs = property(lambda self: list(self._control_inputs))
     device = property(lambda self: self._device_text)
+    op_def = property(lambda self: self._op_def, doc="The op type's definition (its `name` is the op type).")
 
     @property
     def inputs(self) -> tuple:

@@ -29,6 +29,8 @@ class OpDef:
         self.type, self.infer, self.ref_inputs = op_type, infer, tuple(ref_inputs)
         self.is_stateful, self.is_view = is_stateful, is_view
 
+    name = property(lambda self: self.type, doc="The op type (OpDef.name in TF).")
+
 
 _OP_DEFS: dict[str, OpDef] = {}
 

@@ -15,6 +15,8 @@ what the placer reads.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
@@ -46,6 +48,7 @@ def _placeholder(op, ctx):
 
 kernel("Identity", gpu_types=GPU_ALL)(fixed(lambda x: x))
 kernel("StopGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
+kernel("PreventGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
 
 
 @kernel("Shape", gpu_types=GPU_ALL)
@@ -71,9 +74,11 @@ def _reshape(op, ctx):
         try:
             return xp.asarray(x).reshape(int_tuple(shape))
         except ValueError:
-            wanted = list(int_tuple(shape))
+            wanted = int_tuple(shape)
+            known = math.prod(d for d in wanted if d != -1)
+            need = f"requires a multiple of {known}" if -1 in wanted else f"has {known}"
             raise InvalidArgumentError(None, op, f"Input to reshape is a tensor with {xp.size(x)} values, but the "
-                                       f"requested shape {wanted} does not fit it") from None
+                                       f"requested shape {need}") from None
     return reshape
 
 

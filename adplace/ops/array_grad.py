@@ -222,3 +222,8 @@ def _top_k_grad(op, grad, _):
     flat = reshape(reshape(indices, array_ops.stack([rows, -1])) + offsets, [-1])
     placed = segment_ops.unsorted_segment_sum(reshape(grad, [-1]), flat, array_ops.size(x))
     return [reshape(placed, x_shape), None]
+
+
+@RegisterGradient("PreventGradient")
+def _prevent_gradient_grad(op, grad):
+    raise LookupError(f"Gradient explicitly disabled. Reason: {op.get_attr('message')}")

@@ -28,6 +28,7 @@ def _same(inputs, attrs, name):
 register_op("Placeholder", lambda inputs, attrs, name: [(attrs["dtype"], attrs["shape"])])
 register_op("Identity", _same, is_view=True)
 register_op("StopGradient", _same, is_view=True)
+register_op("PreventGradient", _same, is_view=True)
 
 
 def placeholder(dtype, shape=None, name: str | None = None) -> Tensor:
@@ -77,6 +78,13 @@ def identity(input, name: str | None = None) -> Tensor:  # noqa: A002 - TF's arg
 
 def stop_gradient(input, name: str | None = None) -> Tensor:  # noqa: A002
     return apply_op_1("StopGradient", [convert_to_tensor(input)], name=name or "StopGradient")
+
+
+def prevent_gradient(input, message: str = "", name: str | None = None) -> Tensor:  # noqa: A002
+    """`input` unchanged, but asking for a gradient through it raises LookupError naming `message`."""
+    x = convert_to_tensor(input)
+    return apply_op_1("PreventGradient", [x], {"T": x.dtype.base_dtype, "message": message},
+                      name=name or "PreventGradient")
 
 
 # --- Shape, Size, Rank ------------------------------------------------------------------------------------------

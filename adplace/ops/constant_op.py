@@ -24,6 +24,8 @@ def _default_dtype(value: np.ndarray) -> _dtypes.DType:
 
 
 def _to_numpy(value, dtype: _dtypes.DType | None) -> np.ndarray:
+    if value is None:
+        raise ValueError("None values not supported.")
     if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
         raise TypeError(f"Failed to convert object of type {type(value)} to a constant: {value!r} is symbolic. "
                         "Use tf.identity (or tf.stack for a list of tensors) instead of tf.constant.")

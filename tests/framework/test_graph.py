@@ -898,3 +898,11 @@ def test_register_shape_is_accepted_and_recorded_like_tf1s_deprecated_decorator(
     assert RegisterShape.registered["TestOnlyShapeOp"] is shape_fn
     with pytest.raises(TypeError, match="op_type must be a string"):
         RegisterShape(3)
+
+
+def test_a_tensor_as_a_bool_is_an_operator_not_allowed_in_graph_and_a_type_error():
+    t = tf.constant(1.0)
+    with pytest.raises(tf.errors.OperatorNotAllowedInGraphError, match="as a Python `bool` is not allowed"):
+        bool(t)
+    assert issubclass(tf.errors.OperatorNotAllowedInGraphError, TypeError)
+    assert t.op.op_def.name == "Const"

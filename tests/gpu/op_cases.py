@@ -7,6 +7,7 @@ ops draw from per-device generators, so `RANDOM_CASES` are compared by shape, dt
 import numpy as np
 
 import adplace as tf
+from adplace.ops.array_ops import prevent_gradient
 
 
 def _x(rng, *shape, low=-2.0, high=2.0, dtype=np.float32):
@@ -159,7 +160,8 @@ CASES = {
                                     tf.cast(tf.range(5), tf.float32), tf.range(1.0, 4.0, 0.5)], {}),
     "shapes": lambda rng: (lambda t, p, q: ([tf.shape(p), tf.size(p), tf.rank(q), tf.reshape(t, [4, 3]),
                                        tf.transpose(t), tf.expand_dims(t, 1), tf.squeeze(tf.reshape(t, [1, 3, 4]), [0]),
-                                       tf.identity(t), tf.stop_gradient(t), tf.zeros_like(t), tf.fill([2, 2], 1.5),
+                                       tf.identity(t), tf.stop_gradient(t), prevent_gradient(t), tf.zeros_like(t),
+                                       tf.fill([2, 2], 1.5),
                                        tf.tile(t, [2, 1])], {p: _x(rng, 3, 4), q: _x(rng, 3, 4)}))(
         tf.constant(_x(rng, 3, 4)), tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32)),
     "split_concat_pack": lambda rng: (lambda t: ([*tf.split(t, 2, axis=1), *tf.split(t, [1, 2], axis=0),
@@ -227,7 +229,7 @@ COVERS = {
     "euclidean_norm_conj": {"EuclideanNorm", "Conj"}, "gather_batch_dims": {"GatherV2"},
     "cumulative": {"Cumsum", "Cumprod"}, "bias_add": {"BiasAdd"}, "cast_and_range": {"Cast", "Range"},
     "shapes": {"Shape", "Size", "Rank", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Identity", "StopGradient",
-               "ZerosLike", "Fill", "Tile"},
+               "PreventGradient", "ZerosLike", "Fill", "Tile"},
     "split_concat_pack": {"Split", "SplitV", "ConcatV2", "Pack", "Unpack"},
     "slices": {"StridedSlice", "StridedSliceGrad"}, "select_where": {"Select", "Where"},
     "broadcast_gradient": {"BroadcastGradientArgs"}, "invert_permutation": {"InvertPermutation"},

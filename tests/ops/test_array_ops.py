@@ -764,3 +764,28 @@ def test_constant_casts_numpy_values_to_the_dtype_asked_for_but_checks_python_va
         tf.constant([1.5], dtype=tf.int32)
     with pytest.raises(TypeError, match="Expected bool"):
         tf.constant([1, 0], dtype=tf.bool)
+
+
+def test_prevent_gradient_passes_values_and_refuses_gradients_with_its_reason():
+    from adplace.ops.array_ops import prevent_gradient
+    x = tf.constant([1.0, 2.0])
+    y = prevent_gradient(x, message="no second derivative here")
+    np.testing.assert_array_equal(tf.Session().run(y), [1.0, 2.0])
+    with pytest.raises(LookupError, match="Gradient explicitly disabled. Reason: no second derivative here"):
+        tf.gradients(y * 2.0, x)
+
+
+def test_none_is_not_a_tensor_value():
+    with pytest.raises(ValueError, match="None values not supported."):
+        tf.convert_to_tensor(None)
+    with pytest.raises(ValueError, match="None values not supported."):
+        tf.constant(None)
+
+
+def test_reshape_to_the_wrong_size_gives_tfs_message():
+    x = tf.placeholder(tf.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="tensor with 20 values, but the requested shape has 21"):
+        tf.Session().run(tf.reshape(x, [3, 7]), {x: np.zeros(20)})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="20 values, but the requested shape requires a multiple "
+                                                             "of 3"):
+        tf.Session().run(tf.reshape(x, [-1, 3]), {x: np.zeros(20)})
