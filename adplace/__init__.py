@@ -9,7 +9,7 @@ from adplace import config, errors, nn, train
 from adplace import contrib, layers
 from adplace.framework import dtypes
 from adplace.framework.device_spec import DeviceSpec
-from adplace.framework.dtypes import (DType, as_dtype, bool, complex64, complex128, double, float16, float32,  # noqa: A004
+from adplace.framework.dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32,  # noqa: A004
                                       float32_ref, float64, float64_ref, half, int8, int16, int32, int32_ref, int64,
                                       int64_ref, string, uint8, uint16, uint32, uint64)
 from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function

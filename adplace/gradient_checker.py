@@ -19,7 +19,13 @@ from adplace.framework.session_stack import get_default_session
 from adplace.gradients import gradients
 from adplace.ops.array_ops import placeholder
 
-_CHECKABLE = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
+_CHECKABLE = (_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64)
+
+
+def _jacobian_dtype(t: Tensor):
+    """The NumPy dtype a Jacobian of `t` is kept in: t's own, float32 for bfloat16 (NumPy cannot accumulate it)."""
+    dtype = t.dtype.base_dtype
+    return np.float32 if dtype is _dtypes.bfloat16 else dtype.as_numpy_dtype
 
 
 def _session_for(graph):
@@ -36,7 +42,7 @@ def _session_for(graph):
 
 def _check_dtype(t: Tensor, role: str) -> None:
     if t.dtype.base_dtype not in _CHECKABLE:
-        raise TypeError(f"compute_gradient supports float16/32/64 tensors; {role} {t.name!r} has type "
+        raise TypeError(f"compute_gradient supports float16, bfloat16, float32 and float64 tensors; {role} {t.name!r} has type "
                         f"{t.dtype.base_dtype.name}. Cast it to tf.float64 first.")
 
 
@@ -55,7 +61,7 @@ def _feeds(extra_feed_dict: dict | None, feeds: dict) -> dict:
 def _theoretical_jacobian(sess, x, x_data, dx, dy, y_shape, extra_feed_dict) -> np.ndarray:
     """Column j is the gradient of y.flat[j]: backprop of a one-hot grad_ys."""
     y_size = int(np.prod(y_shape, dtype=np.int64))
-    jacobian = np.zeros((x_data.size, y_size), dtype=x.dtype.base_dtype.as_numpy_dtype)
+    jacobian = np.zeros((x_data.size, y_size), dtype=_jacobian_dtype(x))
     dy_data = np.zeros(y_shape, dtype=dy.dtype.base_dtype.as_numpy_dtype)
     dy_flat = dy_data.reshape(-1)
     for col in range(y_size):
@@ -74,14 +80,14 @@ def _theoretical_jacobian(sess, x, x_data, dx, dy, y_shape, extra_feed_dict) -> 
 def _numeric_jacobian(sess, x, x_data, y, y_shape, delta, extra_feed_dict) -> np.ndarray:
     """Row i is (y(x + delta e_i) - y(x - delta e_i)) / (2 delta)."""
     y_size = int(np.prod(y_shape, dtype=np.int64))
-    jacobian = np.zeros((x_data.size, y_size), dtype=x.dtype.base_dtype.as_numpy_dtype)
-    scale = np.asarray(2 * delta, dtype=y.dtype.base_dtype.as_numpy_dtype)
+    jacobian = np.zeros((x_data.size, y_size), dtype=_jacobian_dtype(x))
+    scale = np.asarray(2 * delta, dtype=_jacobian_dtype(y))
     for row in range(x_data.size):
         x_pos, x_neg = x_data.copy(), x_data.copy()
         x_pos.reshape(-1)[row] += delta
         x_neg.reshape(-1)[row] -= delta
-        y_pos = np.asarray(sess.run(y, _feeds(extra_feed_dict, {x: x_pos})))
-        y_neg = np.asarray(sess.run(y, _feeds(extra_feed_dict, {x: x_neg})))
+        y_pos = np.asarray(sess.run(y, _feeds(extra_feed_dict, {x: x_pos})), dtype=scale.dtype)
+        y_neg = np.asarray(sess.run(y, _feeds(extra_feed_dict, {x: x_neg})), dtype=scale.dtype)
         jacobian[row, :] = np.reshape((y_pos - y_neg) / scale, -1)
     return jacobian
 
@@ -117,7 +123,7 @@ def compute_gradient(x: Tensor | list[Tensor], x_shape, y: Tensor, y_shape, x_in
 
     Raises:
       ValueError: no default session, or x_init_value does not have shape x_shape.
-      TypeError: x or y is not float16/32/64.
+      TypeError: x or y is not float16, bfloat16, float32 or float64.
     """
     xs = list(x) if isinstance(x, (list, tuple)) else [x]
     x_shapes = list(x_shape) if isinstance(x, (list, tuple)) else [x_shape]

@@ -126,13 +126,15 @@ class ArrayAssertions:
                                       float_atol=1e-6, half_rtol=1e-3, half_atol=1e-3, bfloat16_rtol=1e-2,
                                       bfloat16_atol=1e-2, msg=None):
         """assertAllClose with tolerances widened by dtype: float32/complex64 to float_*, float16 to half_*
-        (1e-3). (adplace has no bfloat16; bfloat16_* are accepted for TF's signature.)"""
+        (1e-3), bfloat16 to bfloat16_* (1e-2)."""
         a, b = (self._GetNdArray(v) for v in self._evaluated(a, b))
         dtypes = {a.dtype, b.dtype}
         if dtypes & {np.dtype(np.float32), np.dtype(np.complex64)}:
             rtol, atol = max(rtol, float_rtol), max(atol, float_atol)
         if np.dtype(np.float16) in dtypes:
             rtol, atol = max(rtol, half_rtol), max(atol, half_atol)
+        if any(d.name == "bfloat16" for d in dtypes):
+            rtol, atol = max(rtol, bfloat16_rtol), max(atol, bfloat16_atol)
         self.assertAllClose(a, b, rtol=rtol, atol=atol, msg=msg)
 
     def assertNotAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):  # noqa: N802 - TF's name

@@ -135,7 +135,9 @@ class _Spec:
 
 
 def _compute_dtype(dtype):
-    return np.float32 if dtype == np.float16 else dtype
+    """float16 and bfloat16 (the 2-byte floats) are computed in float32, as TF does."""
+    dtype = np.dtype(dtype)
+    return np.float32 if dtype == np.float16 or dtype.kind == "V" else dtype
 
 
 def _check_4d(op, x, what: str) -> None:
@@ -258,7 +260,7 @@ def _conv2d_backprop_input(op, ctx):
 
 # --- pooling -----------------------------------------------------------------------------------------------------
 def _lowest(dtype):
-    return -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+    return np.iinfo(dtype).min if np.dtype(dtype).kind in "iu" else -np.inf  # floats, bfloat16 (kind "V") included
 
 
 def _as_float(xp, x):

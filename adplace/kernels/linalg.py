@@ -185,6 +185,9 @@ def _einsum(op, ctx):
     equation, xp = op._attrs["equation"], ctx.xp
 
     def einsum(*inputs):
+        dtype = inputs[0].dtype
+        if dtype.kind == "V":  # bfloat16, which np.einsum does not know: computed in float32 and rounded once
+            return einsum(*(x.astype(np.float32) for x in inputs)).astype(dtype)
         try:
             return xp.asarray(xp.einsum(equation, *inputs))
         except ValueError as e:

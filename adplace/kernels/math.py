@@ -143,10 +143,13 @@ def _reduction(name: str, integer_fn=None):
     def factory(op, ctx):
         keep, dtype, xp = op._attrs["keep_dims"], op._attrs["T"].as_numpy_dtype, ctx.xp
         is_integer = op._attrs["T"].is_integer
+        accumulate_in_float32 = op._attrs["T"] is _dtypes.bfloat16 and name not in ("max", "min")
         reducer = getattr(_CPU_REDUCERS if xp is np else _ARRAY_REDUCERS, name)(xp)
 
         def reduce(x, axis):
             axes = reduction_axes(op, axis, np.ndim(x))
+            if accumulate_in_float32:  # a bfloat16 sum rounds every partial sum to 8 bits; TF accumulates in float
+                x = x.astype(np.float32)
             if is_integer and integer_fn is not None:
                 return integer_fn(xp, x, axes, keep).astype(dtype)
             return xp.asarray(reducer(x, axis=axes, keepdims=keep)).astype(dtype, copy=False)
@@ -163,8 +166,11 @@ def _extremum(name: str, lowest: bool):
             x = xp.asarray(x)
             if x.size:
                 return fn(x, axis=axis, keepdims=keepdims)
-            info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
-            identity = (-np.inf if lowest else np.inf) if x.dtype.kind == "f" else (info.min if lowest else info.max)
+            if x.dtype.kind in "iu":
+                info = np.iinfo(x.dtype)
+                identity = info.min if lowest else info.max
+            else:  # float16/32/64 and bfloat16 (kind "V")
+                identity = -np.inf if lowest else np.inf
             shape = np.empty(x.shape, np.bool_).sum(axis=axis, keepdims=keepdims).shape
             return xp.full(shape, identity, dtype=x.dtype)
         return reduce

@@ -14,10 +14,12 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.registry import register_kernel
 
 ALL = _dtypes.ALL
-GPU_ALL = ALL - {_dtypes.string}
-GPU_NUMERIC = _dtypes.FLOATING | _dtypes.COMPLEX | {_dtypes.int32, _dtypes.int64}  # int32 in host memory, as TF
-GPU_FLOAT = _dtypes.FLOATING | _dtypes.COMPLEX
-GPU_VARIABLE = _dtypes.FLOATING | _dtypes.COMPLEX | {_dtypes.int64, _dtypes.bool}  # TF has no int32 GPU variable
+NO_GPU_TYPES = frozenset({_dtypes.string, _dtypes.bfloat16})  # CuPy has no bfloat16: bfloat16 ops run on the CPU
+GPU_FLOATING = _dtypes.FLOATING - NO_GPU_TYPES
+GPU_ALL = ALL - NO_GPU_TYPES
+GPU_NUMERIC = GPU_FLOATING | _dtypes.COMPLEX | {_dtypes.int32, _dtypes.int64}  # int32 in host memory, as TF
+GPU_FLOAT = GPU_FLOATING | _dtypes.COMPLEX
+GPU_VARIABLE = GPU_FLOATING | _dtypes.COMPLEX | {_dtypes.int64, _dtypes.bool}  # TF has no int32 GPU variable
 
 
 NO_GPU = frozenset()
@@ -26,14 +28,42 @@ NO_GPU = frozenset()
 def kernel(op_type: str, cpu_types=ALL, gpu_types=GPU_NUMERIC):
     """Register one NumPy factory for the CPU and, with TF's GPU dtype set, for (virtual) GPUs.
 
-    A dtype set of None accepts every dtype (NoOp); `gpu_types=NO_GPU` registers no GPU kernel.
+    A dtype set of None accepts every dtype (NoOp); `gpu_types=NO_GPU` registers no GPU kernel. bfloat16 is dropped
+    from every GPU set (CuPy has no bfloat16), so a bfloat16 op is placed on the CPU.
     """
+    if gpu_types is not None:
+        gpu_types = frozenset(_dtypes.as_dtype(d) for d in gpu_types) - {_dtypes.bfloat16}
+
     def decorate(factory):
-        register_kernel(op_type, "CPU", cpu_types)(factory)
+        register_kernel(op_type, "CPU", cpu_types)(_rounding_to_bfloat16(factory))
         if gpu_types is None or gpu_types:
             register_kernel(op_type, "GPU", gpu_types)(factory)
         return factory
     return decorate
+
+
+def _rounding_to_bfloat16(factory):
+    """The factory, whose kernels round bfloat16 outputs that NumPy promoted (bfloat16 * 0.5 is float32 in NumPy).
+
+    Decided once per op when the plan is built: ops without a bfloat16 output get the kernel itself.
+    """
+    def build(op, ctx):
+        fn = factory(op, ctx)
+        is_bfloat16 = tuple(t._dtype.base_dtype is _dtypes.bfloat16 for t in op._outputs)
+        if not any(is_bfloat16):
+            return fn
+        bfloat16 = _dtypes.bfloat16.as_numpy_dtype
+
+        def round_one(value):
+            return value if getattr(value, "dtype", bfloat16) == bfloat16 else np.asarray(value).astype(bfloat16)
+
+        if len(is_bfloat16) == 1:
+            return lambda *inputs: round_one(fn(*inputs))
+
+        def round_outputs(*inputs):
+            return tuple(round_one(v) if rounds else v for v, rounds in zip(fn(*inputs), is_bfloat16))
+        return round_outputs
+    return build
 
 
 def fixed(fn):

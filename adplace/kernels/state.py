@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import FailedPreconditionError, InvalidArgumentError
 from adplace.framework.operation import ref_variable
 from adplace.framework.tensor_shape import dims_text
@@ -129,6 +130,8 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
         cells = [ctx.variable(var_op) for var_op in ref_ops]
         steps, xp = ctx.steps, ctx.xp
         step = functools.partial(update, xp, op._attrs)
+        if op._attrs["T"] is _dtypes.bfloat16:  # NumPy promotes bfloat16 * 0.5 to float32: store bfloat16 again
+            step = functools.partial(_rounded_to, _dtypes.bfloat16.as_numpy_dtype, step)
         locks = [cell.lock for cell in sorted(set(cells), key=_cell_order)]
 
         def new_values(values):
@@ -183,6 +186,10 @@ def _holding(locks: list, fn, *args):
         return _holding(locks[1:], fn, *args)
 
 
+def _rounded_to(dtype, update, *values) -> tuple:
+    return tuple(v.astype(dtype, copy=False) for v in update(*values))
+
+
 def _gradient_descent(xp, attrs, var, alpha, delta):
     return (var - delta * alpha,)
 
@@ -231,4 +238,4 @@ for _op_type, _refs, _values, _update, _grad in (
         ("ApplyCenteredRMSProp", ("var", "mg", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"),
          _centered_rms_prop, "grad"),
         ("ApplyAdagrad", ("var", "accum"), ("lr", "grad"), _adagrad, "grad")):
-    kernel(_op_type, GPU_FLOAT, GPU_FLOAT)(_training_kernel(_refs, _values, _update, _grad))
+    kernel(_op_type, GPU_FLOAT | {_dtypes.bfloat16}, GPU_FLOAT)(_training_kernel(_refs, _values, _update, _grad))

@@ -100,7 +100,7 @@ def _int_checker(tensor: Tensor) -> Callable:
     elif np_dtype.kind == "b":
         lo, hi, advice = 0, 1, "Feed True or False (e.g. bool(value))."
     else:
-        hi = int(np.finfo(np_dtype).max)
+        hi = int(np.finfo(np_dtype).max) if np_dtype.kind != "V" else int(float(dtype.max))  # V: bfloat16
         lo, advice = -hi, "Try explicitly setting the type of the feed tensor to a larger type (e.g. float64)."
 
     def check(value: int) -> None:

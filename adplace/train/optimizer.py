@@ -21,7 +21,7 @@ from adplace.ops import control_flow_ops, state_ops
 from adplace.ops.variables import Variable, trainable_variables
 from adplace.train import slot_creator
 
-_VALID_DTYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
+_VALID_DTYPES = (_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64)
 
 
 def _var_key(var: Variable) -> tuple:

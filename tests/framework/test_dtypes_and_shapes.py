@@ -95,7 +95,7 @@ def test_dtype_pickles_to_same_object():
 
 
 def test_dtype_groups():
-    assert dtypes.FLOATING == {tf.float16, tf.float32, tf.float64}
+    assert dtypes.FLOATING == {tf.float16, tf.bfloat16, tf.float32, tf.float64}
     assert tf.int32 in dtypes.INTEGER and tf.float32 not in dtypes.INTEGER
     assert tf.string in dtypes.ALL and tf.string not in dtypes.NUMERIC
 

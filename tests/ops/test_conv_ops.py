@@ -136,7 +136,7 @@ def test_conv2d_graph_construction_errors():
     with pytest.raises(ValueError, match=r"Stride must be > 0, but got 0"):
         tf.nn.conv2d(x, tf.ones([3, 3, 3, 2]), 0, "SAME")
     with pytest.raises(TypeError, match=r"Value passed to parameter 'T' has DataType int32 not in list of allowed "
-                                        r"values: float16, float32, float64 \(op: 'Conv2D'\)"):
+                                        r"values: bfloat16, float16, float32, float64 \(op: 'Conv2D'\)"):
         tf.nn.conv2d(tf.ones([1, 5, 5, 3], tf.int32), tf.ones([3, 3, 3, 2], tf.int32), 1, "SAME")
 
 
@@ -408,7 +408,7 @@ def test_pool_errors():
     with pytest.raises(ValueError, match=r"Negative dimension size caused by subtracting 5 from 4 for 'MaxPool_\d'"):
         tf.nn.max_pool(x, 5, 1, "VALID")
     with pytest.raises(TypeError, match=r"Value passed to parameter 'T' has DataType int32 not in list of allowed "
-                                        r"values: float16, float32, float64 \(op: 'AvgPool'\)"):
+                                        r"values: bfloat16, float16, float32, float64 \(op: 'AvgPool'\)"):
         tf.nn.avg_pool(tf.ones([1, 4, 4, 2], tf.int32), 2, 2, "SAME")
     batch = tf.nn.max_pool(x, [2, 2, 2, 1], [1, 2, 2, 1], "SAME")
     with pytest.raises(tf.errors.UnimplementedError, match="Pooling is not yet supported on the batch dimension."):

@@ -72,7 +72,7 @@ def test_leaky_relu_alpha_attr_and_integer_input():
 def test_relu6_on_integers_and_dtype_errors():
     np.testing.assert_array_equal(run(tf.nn.relu6(tf.constant([-3, 4, 9]))), [0, 4, 6])
     with pytest.raises(TypeError, match=r"Value passed to parameter 'features' has DataType int32 not in list of "
-                                        r"allowed values: float16, float32, float64 \(op: 'Elu'\)"):
+                                        r"allowed values: bfloat16, float16, float32, float64 \(op: 'Elu'\)"):
         tf.nn.elu(tf.constant([1, 2]))
 
 

@@ -543,8 +543,8 @@ def test_compute_gradients_errors():
         opt.compute_gradients(loss, gate_gradients=7)
     with pytest.raises(ValueError, match="No variables to optimize."):
         opt.compute_gradients(loss, var_list=[])
-    with pytest.raises(ValueError, match=r"Invalid type tf.int32 for Const.*, expected: \[tf.float16, tf.float32, "
-                                         r"tf.float64\]\."):
+    with pytest.raises(ValueError, match=r"Invalid type tf.int32 for Const.*, expected: \[tf.bfloat16, tf.float16, "
+                                         r"tf.float32, tf.float64\]\."):
         opt.compute_gradients(tf.constant(1))
     with pytest.raises(ValueError, match="Invalid type tf.int32 for grad_loss"):
         opt.compute_gradients(loss, grad_loss=tf.constant(1, name="grad_loss"))
