@@ -15,7 +15,7 @@ from adplace.framework.dtypes import (DType, as_dtype, bfloat16, bool, complex64
 from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function
 from adplace.framework.default_graph import (add_to_collection, add_to_collections, colocate_with,
                                              control_dependencies, device, get_collection, get_collection_ref,
-                                             name_scope, set_random_seed)
+                                             name_scope, op_scope, set_random_seed)
 from adplace.framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
 from adplace.framework.operation import NodeDef, Operation, Tensor
 from adplace.framework.session_stack import get_default_session
@@ -73,8 +73,12 @@ from adplace.ops.state_ops import assign, assign_add, assign_sub, is_variable_in
 from adplace.ops.variables import (Variable, all_variables, global_variables, global_variables_initializer,
                                    initialize_all_variables, local_variables, local_variables_initializer,
                                    trainable_variables, variables_initializer)
+from adplace.ops.variables import (VariableAggregation, VariableSynchronization, assert_variables_initialized,
+                                   report_uninitialized_variables)
 from adplace.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable, get_variable,
                                         get_variable_scope, variable_scope)
+from adplace.ops.variable_scope import no_regularizer, variable_creator_scope
+from adplace.ops.init_ops import identity_initializer, uniform_unit_scaling_initializer
 from adplace.runtime.options import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RewriterConfig,
                                      RunMetadata, RunOptions)
 from adplace.runtime.session import InteractiveSession, Session

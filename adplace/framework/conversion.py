@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from adplace.framework import dtypes as _dtypes
-from adplace.framework.operation import Tensor
+from adplace.framework.operation import Operation, Tensor
 
 
 # --- conversion ---------------------------------------------------------------------------------------------
@@ -28,6 +28,9 @@ def convert_to_tensor(value, dtype=None, name: str | None = None, preferred_dtyp
         return value
     if value is None:
         raise ValueError("None values not supported.")
+    if isinstance(value, Operation):  # TF's message: an op has no value; fetch or depend on it instead
+        raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype={dtype!r}, name={name!r}, "
+                        f"as_ref={as_ref!r})")
     for _, base_type, fn in _conversion_functions:
         if isinstance(value, base_type):
             if dtype is None and preferred_dtype is not None:

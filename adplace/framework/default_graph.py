@@ -3,10 +3,13 @@ control_dependencies, collections and random seeds."""
 from __future__ import annotations
 
 import contextlib
+import logging
 
 from adplace.framework.graph import Graph, get_default_graph
 from adplace.framework.random_seed import get_seed, set_random_seed  # noqa: F401 - re-exported, as before
 from adplace.framework.operation import Operation, Tensor
+
+_log = logging.getLogger("adplace")
 
 
 def graph_of(values) -> Graph:
@@ -48,6 +51,18 @@ def name_scope(name: str | None, default_name: str | None = None, values=None):
     else:
         with graph.as_default(), graph.name_scope(scope_name) as scope:
             yield scope
+
+
+@contextlib.contextmanager
+def op_scope(values, name: str | None, default_name: str | None = None):
+    """Deprecated tf.op_scope(values, name, default_name): tf.name_scope with the arguments in the old order.
+
+        with tf.op_scope([x], None, "norm") as scope:   # scope == "norm/", in x's graph
+    """
+    _log.warning("tf.op_scope(values, name, default_name) is deprecated, use tf.name_scope(name, default_name, "
+                 "values)")
+    with name_scope(name, default_name=default_name, values=values) as scope:
+        yield scope
 
 
 def device(device_name_or_function):

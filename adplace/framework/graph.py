@@ -160,7 +160,7 @@ class Graph:
                 claimed.append((name.lower(), None))
                 self._names_in_use[name.lower()] = 1
         else:
-            name = self._unique_name(name or op_type, True, claimed)
+            name = self._unique_name(op_type if name is None else name, True, claimed)  # "" is invalid, as in TF
         if not _VALID_OP_NAME.match(name):
             raise ValueError(f"'{name}' is not a valid node name")
         output_dtypes, input_types = checks

@@ -88,6 +88,10 @@ class Tensor:
         """Refine the static shape; ValueError if incompatible."""
         self._shape = self._shape.merge_with(as_shape(shape))
 
+    def _shape_tuple(self) -> tuple | None:
+        """The static shape as a tuple (None for unknown dims), or None when the rank is unknown (TF's private)."""
+        return self._shape.as_tuple()
+
     def consumers(self) -> list["Operation"]:
         return [op for op in self._op._consumers if any(t is self for t in op._inputs)]
 
@@ -205,6 +209,29 @@ class Operation:
     def run(self, feed_dict=None, session=None) -> None:
         """Run this op in `session` (default: the default session)."""
         session_for(self._graph, session, "execute operation").run(self, feed_dict)
+
+    def _add_control_input(self, op: "Operation") -> None:
+        """Make this op wait for `op` too (TF's private Operation._add_control_input); an existing edge is kept once."""
+        self._add_control_inputs([op])
+
+    def _add_control_inputs(self, ops) -> None:
+        """Add control inputs after creation, skipping ones already present, as TF's C API does."""
+        ops = list(ops)
+        for op in ops:
+            if not isinstance(op, Operation):
+                raise TypeError(f"op must be an Operation: {op}")
+        with self._graph._lock:
+            for op in ops:
+                if all(c is not op for c in self._control_inputs):
+                    self._control_inputs.append(op)
+                    op._control_outputs.append(self)
+
+    def _remove_all_control_inputs(self) -> None:
+        """Drop every control input (TF's private Operation._remove_all_control_inputs)."""
+        with self._graph._lock:
+            for c in self._control_inputs:
+                c._control_outputs[:] = [o for o in c._control_outputs if o is not self]
+            self._control_inputs = []
 
     def _set_device(self, device) -> None:
         """Request `device`. `op.device` keeps the text as given (TF stores a device function's "/gpu:0"

@@ -16,7 +16,7 @@ import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Tensor
-from adplace.ops import array_ops, constant_op, random_ops, variables
+from adplace.ops import array_ops, constant_op, linalg_ops, random_ops, variables
 
 
 def _assert_float_dtype(dtype) -> _dtypes.DType:
@@ -190,6 +190,47 @@ class GlorotNormal(VarianceScaling):
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
+class UniformUnitScaling(Initializer):
+    """Uniform in [-limit, limit], limit = factor * sqrt(3 / input_size), input_size the product of all dimensions
+    but the last (of the full shape when partitioned): keeps a linear layer's output scale (TF1's deprecated
+    tf.uniform_unit_scaling_initializer)."""
+
+    def __init__(self, factor: float = 1.0, seed=None, dtype=_dtypes.float32):
+        self.factor, self.seed = factor, seed
+        self.dtype = _assert_float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None) -> Tensor:
+        scale_shape = list(shape if partition_info is None else partition_info.full_shape)
+        input_size = max(float(np.prod(scale_shape[:-1], dtype=np.float64)), 1.0)
+        limit = math.sqrt(3.0 / input_size) * self.factor
+        return random_ops.random_uniform(shape, -limit, limit, self.dtype if dtype is None else dtype, seed=self.seed)
+
+    def get_config(self) -> dict:
+        return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class Identity(Initializer):
+    """`gain` times the identity matrix; 2-D shapes only (tf.initializers.identity; non-square: ones on the main
+    diagonal)."""
+
+    def __init__(self, gain: float = 1.0, dtype=_dtypes.float32):
+        self.gain = gain
+        self.dtype = _assert_float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None) -> Tensor:
+        full_shape = list(shape if partition_info is None else partition_info.full_shape)
+        if len(full_shape) != 2:
+            raise ValueError("Identity matrix initializer can only be used for 2D matrices.")
+        dtype = self.dtype if dtype is None else _dtypes.as_dtype(dtype)
+        initializer = linalg_ops.eye(*full_shape, dtype=dtype)
+        if partition_info is not None:
+            initializer = array_ops.slice(initializer, partition_info.var_offset, list(shape))
+        return self.gain * initializer
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "dtype": self.dtype.name}
+
+
 def lecun_normal(seed=None) -> VarianceScaling:
     return VarianceScaling(scale=1.0, mode="fan_in", distribution="truncated_normal", seed=seed)
 
@@ -216,11 +257,13 @@ truncated_normal_initializer = TruncatedNormal
 variance_scaling_initializer = VarianceScaling
 glorot_uniform_initializer = GlorotUniform
 glorot_normal_initializer = GlorotNormal
+uniform_unit_scaling_initializer = UniformUnitScaling
+identity_initializer = Identity
 
 # tf.initializers: the initializers under their short TF1 names, and the variable-initializer ops.
 initializers = types.SimpleNamespace(
     zeros=Zeros, ones=Ones, constant=Constant, random_uniform=RandomUniform, random_normal=RandomNormal,
     truncated_normal=TruncatedNormal, variance_scaling=VarianceScaling, glorot_uniform=GlorotUniform,
-    glorot_normal=GlorotNormal, lecun_normal=lecun_normal, lecun_uniform=lecun_uniform, he_normal=he_normal,
+    glorot_normal=GlorotNormal, uniform_unit_scaling=UniformUnitScaling, identity=Identity, lecun_normal=lecun_normal, lecun_uniform=lecun_uniform, he_normal=he_normal,
     he_uniform=he_uniform, global_variables=variables.global_variables_initializer,
     local_variables=variables.local_variables_initializer, variables=variables.variables_initializer)

@@ -24,7 +24,8 @@ from adplace.framework.default_graph import (colocate_with, control_dependencies
 from adplace.framework.graph import GraphKeys, get_default_graph
 from adplace.framework.tensor_shape import as_shape
 from adplace.ops import init_ops
-from adplace.ops.variables import Variable
+from adplace.ops.variables import (Variable, VariableAggregation, VariableSynchronization,  # noqa: F401 - TF
+                                   validate_synchronization_aggregation_trainable)  # exports both enums here too
 
 _VARSTORE_KEY = ("__variable_store",)
 _VARSCOPESTORE_KEY = ("__varscope",)
@@ -69,11 +70,14 @@ class _VariableStore:
         """The variable `name`, created or reused according to `reuse`; see `get_variable`."""
         if custom_getter is not None and not callable(custom_getter):
             raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
+        if partitioner is not None and shape is not None and as_shape(shape).ndims == 0:
+            partitioner = None  # a scalar cannot be split: TF ignores the partitioner
         if partitioner is not None:
             raise NotImplementedError(f"get_variable({name!r}, partitioner=...): partitioned variables are not "
                                       "supported; create the variable whole.")
         dtype = _dtypes.as_dtype(dtype).base_dtype
-        trainable = True if trainable is None else trainable
+        synchronization, aggregation, trainable = validate_synchronization_aggregation_trainable(
+            synchronization, aggregation, trainable, name)
         getter_kwargs = {"name": name, "shape": shape, "dtype": dtype, "initializer": initializer,
                          "regularizer": regularizer, "reuse": reuse, "trainable": trainable,
                          "collections": collections, "caching_device": caching_device, "partitioner": partitioner,
@@ -88,13 +92,12 @@ class _VariableStore:
     def _true_getter(self, name, shape=None, dtype=_dtypes.float32, initializer=None, regularizer=None, reuse=None,
                      trainable=None, collections=None, caching_device=None, partitioner=None, validate_shape=True,
                      use_resource=None, constraint=None, synchronization=None, aggregation=None) -> Variable:
-        return self._get_single_variable(name, shape, dtype, initializer, regularizer, reuse,
-                                         True if trainable is None else trainable, collections, caching_device,
-                                         validate_shape, constraint)
+        return self._get_single_variable(name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
+                                         caching_device, validate_shape, constraint, synchronization, aggregation)
 
     def _get_single_variable(self, name, shape=None, dtype=_dtypes.float32, initializer=None, regularizer=None,
-                             reuse=None, trainable=True, collections=None, caching_device=None, validate_shape=True,
-                             constraint=None, **_unused) -> Variable:
+                             reuse=None, trainable=None, collections=None, caching_device=None, validate_shape=True,
+                             constraint=None, synchronization=None, aggregation=None, **_unused) -> Variable:
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -135,7 +138,7 @@ class _VariableStore:
                                  "`tf.keras.initializers.*' and `shape` should be fully defined.")
         variable = Variable(initial_value=init_val, name=name, trainable=trainable, collections=collections,
                             caching_device=caching_device, dtype=variable_dtype, validate_shape=validate_shape,
-                            constraint=constraint)
+                            constraint=constraint, synchronization=synchronization, aggregation=aggregation)
         self._vars[name] = variable
         if regularizer:
             with colocate_with(variable), name_scope(name + "/Regularizer/"), control_dependencies(None):
@@ -308,6 +311,12 @@ def _maybe_wrap_custom_getter(custom_getter, old_getter):
     return wrapped_custom_getter
 
 
+def _check_nesting(store: _VariableScopeStore, entered: VariableScope) -> None:
+    if store.current_scope is not entered:
+        raise RuntimeError(f"Improper nesting of variable_scope: exiting {entered.name!r} while "
+                           f"{store.current_scope.name!r} is the current scope; exit scopes in reverse order.")
+
+
 class _pure_variable_scope:  # noqa: N801 - TF's name
     """Enter a variable scope without touching the name scope (`old_name_scope` is recorded as its name scope)."""
 
@@ -351,11 +360,13 @@ class _pure_variable_scope:  # noqa: N801 - TF's name
             scope_name = self._name_or_scope if self._old_name_scope is None else self._old_name_scope
             scope = self._derive(old, reuse, self._new_name, scope_name)
             store.open_variable_scope(self._new_name)
-        store.current_scope = scope
+        store.current_scope = self._entered = scope
         return scope
+
 
     def __exit__(self, *exc) -> bool:
         store = self._store
+        _check_nesting(store, self._entered)
         if isinstance(self._name_or_scope, VariableScope):
             store.variable_scopes_count = self._old_subscopes
         else:
@@ -414,7 +425,7 @@ class variable_scope:  # noqa: N801 - TF's public name
         except BaseException:
             stack.close()
             raise
-        self._exit_stack = stack
+        self._exit_stack, self._entered = stack, scope
         return scope
 
     def _enter(self, stack: contextlib.ExitStack) -> VariableScope:
@@ -444,6 +455,7 @@ class variable_scope:  # noqa: N801 - TF's public name
                                                         old_name_scope=old_name_scope, **settings))
 
     def __exit__(self, *exc) -> bool:
+        _check_nesting(_get_variable_scope_store(), self._entered)  # before unwinding: a misnested exit undoes nothing
         stack, self._exit_stack = self._exit_stack, None
         return bool(stack.__exit__(*exc))
 
@@ -479,8 +491,44 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
 
 
 def get_local_variable(name: str, shape=None, dtype=None, initializer=None, regularizer=None, trainable=False,
-                       collections=None, **kwargs) -> Variable:
-    """get_variable in the LOCAL_VARIABLES collection, not trainable (tf.get_local_variable)."""
+                       collections=None, caching_device=None, partitioner=None, validate_shape: bool = True,
+                       use_resource=None, custom_getter=None, constraint=None, synchronization=None,
+                       aggregation=None) -> Variable:
+    """get_variable in the LOCAL_VARIABLES collection, not trainable (tf.get_local_variable); same arguments."""
     collections = [GraphKeys.LOCAL_VARIABLES] + list(collections or [])
     return get_variable(name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
-                        trainable=trainable, collections=collections, **kwargs)
+                        trainable=trainable, collections=collections, caching_device=caching_device,
+                        partitioner=partitioner, validate_shape=validate_shape, use_resource=use_resource,
+                        custom_getter=custom_getter, constraint=constraint, synchronization=synchronization,
+                        aggregation=aggregation)
+
+
+def no_regularizer(_) -> None:
+    """A regularizer that adds no loss: turns off a scope's regularizer for one variable or sub-scope."""
+    return None
+
+
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """Make every Variable built in this block go through `variable_creator(next_creator, **kwargs)`
+    (tf.variable_creator_scope); the innermost scope's creator runs first and calls `next_creator` to go on.
+
+        def renamed(next_creator, **kwargs):
+            kwargs["name"] = "forced"
+            return next_creator(**kwargs)
+        with tf.variable_creator_scope(renamed):
+            v = tf.Variable(1.0, name="mine")     # v.name == "forced:0"
+
+    Raises:
+      RuntimeError: scopes exited out of order.
+    """
+    graph = get_default_graph()
+    old = getattr(graph, "_variable_creator_stack", ())
+    new = old + (variable_creator,)
+    graph._variable_creator_stack = new
+    try:
+        yield
+    finally:
+        if graph._variable_creator_stack is not new:
+            raise RuntimeError("Exiting variable_creator_scope without proper nesting.")
+        graph._variable_creator_stack = old

@@ -6,6 +6,10 @@
 """
 from __future__ import annotations
 
+import enum
+import functools
+import inspect
+
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
@@ -16,14 +20,95 @@ from adplace.framework.operation import Operation, Tensor
 from adplace.framework.session_stack import session_for
 from adplace.framework.tensor_shape import as_shape
 from adplace.ops import array_ops, state_ops
+from adplace.ops import math_ops, slicing_ops  # noqa: F401 - Tensor's operators, whose metadata Variable's copy
+from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import group, no_op
+from adplace.ops.logical_ops import logical_not
 from adplace.ops.op_builder import apply_op_1
+from adplace.ops.selection_ops import boolean_mask
 
 
-class Variable:
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable is aggregated (tf.VariableSynchronization); ON_READ variables default to
+    non-trainable."""
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregationV2(enum.Enum):
+    """How a distributed variable's updates combine (tf.VariableAggregation in TF2)."""
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (VariableAggregationV2, VariableAggregation)):
+            return self.value == other.value
+        return NotImplemented
+
+
+class VariableAggregation(enum.Enum):
+    """TF1's tf.VariableAggregation: VariableAggregationV2 plus the old alias ONLY_FIRST_TOWER; members of the two
+    enums with the same value compare and hash equal."""
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3  # noqa: PIE796 - TF's deprecated alias of ONLY_FIRST_REPLICA
+
+    __hash__ = VariableAggregationV2.__hash__
+    __eq__ = VariableAggregationV2.__eq__
+
+
+def validate_synchronization_aggregation_trainable(synchronization, aggregation, trainable, name):
+    """TF's defaults and checks: AUTO synchronization, NONE aggregation, and `trainable` unless ON_READ."""
+    if aggregation is None:
+        aggregation = VariableAggregation.NONE
+    elif not isinstance(aggregation, (VariableAggregation, VariableAggregationV2)):
+        try:
+            aggregation = VariableAggregationV2(aggregation)
+        except ValueError:
+            raise ValueError(f"Invalid variable aggregation mode: {aggregation} for variable: {name}") from None
+    if synchronization is None:
+        synchronization = VariableSynchronization.AUTO
+    else:
+        try:
+            synchronization = VariableSynchronization(synchronization)
+        except ValueError:
+            raise ValueError(f"Invalid variable synchronization mode: {synchronization} for variable: "
+                             f"{name}") from None
+    if trainable is None:
+        trainable = synchronization != VariableSynchronization.ON_READ
+    return synchronization, aggregation, trainable
+
+
+class _VariableMetaclass(type):
+    """Routes `Variable(...)` through the graph's variable creators (tf.variable_creator_scope), innermost first;
+    the last creator in the chain builds the variable."""
+
+    def __call__(cls, *args, **kwargs):
+        creators = getattr(get_default_graph(), "_variable_creator_stack", ())
+        if not creators:
+            return super().__call__(*args, **kwargs)
+        kwargs.update(zip(_VARIABLE_ARGS, args))
+
+        def make(**kw):
+            return type.__call__(cls, **kw)
+        for creator in creators:
+            make = functools.partial(creator, make)
+        return make(**kwargs)
+
+
+class Variable(metaclass=_VariableMetaclass):
     """A TF1 reference variable (RefVariable): state held by the session, on the variable's placed device."""
 
-    def __init__(self, initial_value=None, trainable: bool = True, collections=None, validate_shape: bool = True,
+    def __init__(self, initial_value=None, trainable: bool | None = None, collections=None, validate_shape: bool = True,
                  caching_device=None, name: str | None = None, variable_def=None, dtype=None,
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
@@ -39,6 +124,8 @@ class Variable:
         if constraint is not None and not callable(constraint):
             raise ValueError("The `constraint` argument must be a callable.")
         collections = list(collections)
+        self._synchronization, self._aggregation, trainable = validate_synchronization_aggregation_trainable(
+            synchronization, aggregation, trainable, name)
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         self._trainable = trainable
@@ -78,6 +165,10 @@ class Variable:
     initial_value = property(lambda self: self._initial_value)
     trainable = property(lambda self: self._trainable)
     constraint = property(lambda self: self._constraint)
+    synchronization = property(lambda self: self._synchronization)
+    aggregation = property(lambda self: self._aggregation)
+    _shared_name = property(lambda self: self._variable.op.name)
+    _distribute_strategy = None  # no tf.distribute: a variable is never mirrored
     _colocation_op = property(lambda self: self._variable.op)
 
     def get_shape(self):
@@ -120,7 +211,8 @@ class Variable:
         session.run(self._initializer_op, {self._initial_value: np.asarray(value)})
 
     def __iter__(self):
-        raise TypeError(f"'Variable' object is not iterable ({self.name}); index it or use tf.unstack.")
+        raise TypeError(f"'Variable' object is not iterable ({self.name}): iterating over a variable is not "
+                        "allowed in Graph mode; index it or use tf.unstack.")
 
     def __repr__(self) -> str:
         return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
@@ -140,9 +232,11 @@ register_tensor_conversion_function(Variable, _variable_to_tensor)
 
 
 def _forward_to_snapshot(method: str):
+    """Variable.<method>: Tensor.<method> on the snapshot, carrying the Tensor method's name and docstring."""
     def forward(self, *args):
         return getattr(self.value(), method)(*args)
-    return forward
+    tensor_method = getattr(Tensor, method, None)
+    return forward if tensor_method is None else functools.wraps(tensor_method)(forward)
 
 
 for _method in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
@@ -151,6 +245,7 @@ for _method in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul
                 "__ge__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__invert__"):
     setattr(Variable, _method, _forward_to_snapshot(_method))
 Variable.__array_priority__ = 100
+_VARIABLE_ARGS = tuple(inspect.signature(Variable.__init__).parameters)[1:]
 VariableV1 = RefVariable = Variable
 
 
@@ -191,3 +286,38 @@ initialize_all_variables = global_variables_initializer
 
 def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables())
+
+
+is_variable_initialized = state_ops.is_variable_initialized
+
+
+def report_uninitialized_variables(var_list=None, name: str = "report_uninitialized_variables") -> Tensor:
+    """A 1-D string tensor naming the variables of `var_list` (default: global and local variables) that are not
+    initialized when it runs; empty when all are (tf.report_uninitialized_variables).
+
+        v = tf.Variable(1.0, name="v")
+        sess.run(tf.report_uninitialized_variables())   # [b"v"]; [] after sess.run(v.initializer)
+    """
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    with name_scope(name):
+        if not var_list:
+            return constant([], dtype=_dtypes.string)
+        is_uninitialized = logical_not(array_ops.stack([is_variable_initialized(v) for v in var_list]))
+        names = constant([v.op.name for v in var_list])
+        return boolean_mask(names, is_uninitialized)
+
+
+def assert_variables_initialized(var_list=None):
+    """An op that fails with FailedPreconditionError when run while a variable of `var_list` (default: global and
+    local variables) is uninitialized; None when there are no variables (tf.assert_variables_initialized). It reads
+    each variable's rank, so running it reads every variable."""
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    if not var_list:
+        return None
+    ranks = []
+    for var in var_list:
+        with colocate_with(var.op):
+            ranks.append(apply_op_1("Rank", [var._ref()], name="Rank"))
+    return ranks[0] if len(ranks) == 1 else array_ops.stack(ranks)

@@ -222,6 +222,68 @@ def test_name_scope_default_name_is_made_unique_and_values_must_share_a_graph():
             pass
 
 
+def test_op_scope_is_name_scope_with_values_first_and_enters_their_graph():
+    other = tf.Graph()
+    with other.as_default():
+        w = tf.Variable([2.0], name="w")
+        x = tf.constant(1.0, name="x")
+    assert tf.get_default_graph() is not other
+    with tf.op_scope([x, w], None, "norm") as scope:
+        assert tf.get_default_graph() is other
+        inner = tf.identity(x, name="out")
+    assert (scope, inner.op.name) == ("norm/", "norm/out")
+    with tf.op_scope([x], "") as top:
+        assert top == ""
+    with pytest.raises(ValueError, match="must be provided"):
+        with tf.op_scope([x], None):
+            pass
+    with pytest.raises(ValueError, match="must be from the same graph"):
+        with tf.op_scope([x, tf.constant(3.0)], "mixed"):
+            pass
+
+
+def test_create_op_name_none_takes_the_type_but_an_empty_name_is_invalid():
+    g = tf.get_default_graph()
+    assert g.create_op("NoOp", [], [], name=None).name == "NoOp"
+    with pytest.raises(ValueError, match="'' is not a valid node name"):
+        g.create_op("NoOp", [], [], name="")
+    assert [op.name for op in g.get_operations()] == ["NoOp"]
+
+
+def test_converting_an_operation_to_a_tensor_raises_tf_type_error():
+    op = tf.no_op(name="step")
+    with pytest.raises(TypeError, match=r"Can't convert Operation 'step' to Tensor \(target dtype=None, "
+                                        r"name='x', as_ref=False\)"):
+        tf.convert_to_tensor(op, name="x")
+    with pytest.raises(TypeError, match="Can't convert Operation 'step'"):
+        tf.add(op, 1.0)
+
+
+def test_control_inputs_added_after_creation_are_deduplicated_and_run_first():
+    counter = tf.Variable(0, name="counter")
+    bump = tf.assign_add(counter, 1).op
+    first, second = tf.constant(1, name="first").op, tf.constant(2, name="second").op
+    out = tf.constant(5, name="out")
+    out.op._add_control_input(first)
+    out.op._add_control_input(first)
+    out.op._add_control_inputs([first, second, second, bump])
+    assert out.op.control_inputs == [first, second, bump]
+    assert out.op in first._control_outputs
+    with pytest.raises(TypeError, match="op must be an Operation"):
+        out.op._add_control_input(out)
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+        assert sess.run(out) == 5 and sess.run(counter) == 1
+    out.op._remove_all_control_inputs()
+    assert out.op.control_inputs == [] and out.op not in first._control_outputs
+
+
+def test_shape_tuple_gives_static_dims_or_none():
+    assert tf.constant([[1.0, 2.0]])._shape_tuple() == (1, 2)
+    assert tf.placeholder(tf.float32, [None, 3])._shape_tuple() == (None, 3)
+    assert tf.placeholder(tf.float32)._shape_tuple() is None
+
+
 # --- as_graph_element ---------------------------------------------------------------------------------------------
 
 def test_as_graph_element_errors_follow_tf():

@@ -155,3 +155,32 @@ def test_initializer_ops_are_named_under_the_variable():
     names = [op.name for op in tf.get_default_graph().get_operations()]
     assert "w/Initializer/random_normal/RandomStandardNormal" in names
     assert names.index("w/Initializer/random_normal") < names.index("w")
+
+
+# --- identity and uniform-unit-scaling initializers ----------------------------------------------------------------
+
+def test_identity_initializer_scales_an_eye_and_rejects_non_matrices():
+    init = tf.identity_initializer(gain=0.5)
+    w = tf.get_variable("w", shape=[3, 4], initializer=init)
+    with pytest.raises(ValueError, match="only be used for 2D matrices"):
+        init([2, 2, 2])
+    with pytest.raises(ValueError, match="Expected floating point type"):
+        tf.identity_initializer(dtype=tf.int32)
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        np.testing.assert_array_equal(sess.run(w), 0.5 * np.eye(3, 4, dtype=np.float32))
+        assert sess.run(tf.initializers.identity(dtype=tf.float64)([2, 2])).dtype == np.float64
+
+
+def test_uniform_unit_scaling_bounds_follow_the_input_size():
+    shape = [50, 30, 4]  # input size 50 * 30: limit = factor * sqrt(3 / 1500)
+    t = tf.uniform_unit_scaling_initializer(factor=2.0, seed=3)(shape)
+    same = tf.uniform_unit_scaling_initializer(factor=2.0, seed=3)(shape)
+    with tf.Session() as sess:
+        a, b = sess.run([t, same])
+    limit = 2.0 * np.sqrt(3.0 / 1500.0)
+    assert a.shape == tuple(shape) and a.dtype == np.float32
+    assert np.all(np.abs(a) <= limit) and np.abs(a).max() > 0.9 * limit
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="Expected floating point type"):
+        tf.uniform_unit_scaling_initializer(dtype=tf.string)

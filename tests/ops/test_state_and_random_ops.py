@@ -613,3 +613,68 @@ def test_variable_op_is_a_raw_variable_that_an_assign_initializes():
         assign = state_ops.assign(step, 7)
         with tf.Session() as sess:
             assert sess.run(assign) == 7 and sess.run(step) == 7
+
+
+# --- synchronization/aggregation, uninitialized-variable reports (TF1 API parity) ----------------------------------
+
+def test_on_read_synchronization_makes_a_variable_non_trainable_unless_asked():
+    on_read = tf.VariableSynchronization.ON_READ
+    plain = tf.Variable(0.5)
+    quiet = tf.Variable(0.5, synchronization=on_read)
+    loud = tf.Variable(0.5, synchronization=on_read, trainable=True)
+    assert (plain.trainable, quiet.trainable, loud.trainable) == (True, False, True)
+    assert quiet.synchronization is on_read
+    assert tf.trainable_variables() == [plain, loud]
+    assert tf.Variable(0.5).aggregation == tf.VariableAggregation.NONE
+
+
+def test_aggregation_enums_of_both_versions_compare_and_hash_alike():
+    from adplace.ops.variables import VariableAggregationV2
+    assert tf.VariableAggregation.ONLY_FIRST_TOWER == VariableAggregationV2.ONLY_FIRST_REPLICA
+    assert VariableAggregationV2.MEAN == tf.VariableAggregation.MEAN
+    assert hash(tf.VariableAggregation.SUM) == hash(VariableAggregationV2.SUM)
+    assert tf.Variable(1.0, aggregation=2).aggregation == tf.VariableAggregation.MEAN
+    with pytest.raises(ValueError, match="Invalid variable aggregation mode: 9 for variable: bad"):
+        tf.Variable(1.0, aggregation=9, name="bad")
+
+
+def test_variable_shared_name_and_operator_metadata_follow_tensor():
+    v = tf.Variable(3.0, name="counter")
+    assert v._shared_name == "counter"
+    assert v._distribute_strategy is None
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        assert getattr(tf.Variable.__mul__, attr) == getattr(tf.Tensor.__mul__, attr)
+        assert getattr(tf.Variable.__getitem__, attr) == getattr(tf.Tensor.__getitem__, attr)
+    with pytest.raises(TypeError, match="not allowed in Graph mode"):
+        iter(v)
+
+
+def test_report_uninitialized_variables_names_what_is_left():
+    a = tf.Variable([1, 2], name="a")
+    b = tf.Variable([3.0], name="b")
+    report = tf.report_uninitialized_variables()
+    assert report.op.name.startswith("report_uninitialized_variables/")
+    with tf.Session() as sess:
+        assert list(sess.run(report)) == [b"a", b"b"]
+        sess.run(b.initializer)
+        assert list(sess.run(report)) == [b"a"]
+        sess.run(a.initializer)
+        assert sess.run(report).shape == (0,)
+        assert sess.run(tf.report_uninitialized_variables([])).shape == (0,)
+
+
+def test_assert_variables_initialized_fails_until_every_listed_variable_is():
+    assert tf.assert_variables_initialized() is None
+    a = tf.Variable([1, 2], name="a")
+    b = tf.Variable(5.0, name="b")
+    check_a = tf.assert_variables_initialized([a])
+    check_all = tf.assert_variables_initialized()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value a"):
+            sess.run(check_a)
+        sess.run(a.initializer)
+        sess.run(check_a)
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value b"):
+            sess.run(check_all)
+        sess.run(b.initializer)
+        assert list(sess.run(check_all)) == [1, 0]

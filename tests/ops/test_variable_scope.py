@@ -395,3 +395,88 @@ def test_nested_custom_getters_compose_outer_around_inner():
         with tf.variable_scope("inner", custom_getter=suffix("i")):
             v = tf.get_variable("v", [1])
     assert v.name == "outer/inner/v/i/o:0"  # the inner getter runs first and calls the outer one
+
+
+# --- synchronization, no_regularizer, nesting checks, creator scopes (TF1 API parity) ------------------------------
+
+def test_get_variable_on_read_is_non_trainable_and_custom_getters_see_enums():
+    seen = []
+
+    def watch(getter, *args, **kwargs):
+        seen.append((kwargs["synchronization"], kwargs["aggregation"]))
+        return getter(*args, **kwargs)
+
+    with tf.variable_scope("s", custom_getter=watch):
+        tf.get_variable("a", [])
+        quiet = tf.get_variable("b", [], synchronization=tf.VariableSynchronization.ON_READ, aggregation=1)
+    assert seen == [(tf.VariableSynchronization.AUTO, tf.VariableAggregation.NONE),
+                    (tf.VariableSynchronization.ON_READ, tf.VariableAggregation.SUM)]
+    assert [v.name for v in tf.trainable_variables()] == ["s/a:0"]
+    assert quiet.aggregation == tf.VariableAggregation.SUM
+
+
+def test_no_regularizer_switches_off_the_scope_regularizer():
+    from adplace.ops.variable_scope import no_regularizer
+    with tf.variable_scope("r", regularizer=lambda v: tf.reduce_sum(v)):
+        tf.get_variable("kept", [2])
+        tf.get_variable("free", [2], regularizer=no_regularizer)
+        with tf.variable_scope("inner", regularizer=no_regularizer):
+            tf.get_variable("free_too", [2])
+    losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+    assert [loss.op.name for loss in losses] == ["r/kept/Regularizer/Sum"]
+
+
+def test_exiting_a_variable_scope_out_of_order_raises_and_changes_nothing():
+    outer = tf.variable_scope("outer")
+    outer.__enter__()
+    with tf.variable_scope("inner"):
+        with pytest.raises(RuntimeError, match="Improper nesting of variable_scope"):
+            outer.__exit__(None, None, None)
+        assert tf.get_variable_scope().name == "outer/inner"
+    outer.__exit__(None, None, None)
+    assert tf.get_variable_scope().name == ""
+
+
+def test_get_local_variable_takes_get_variable_arguments():
+    import inspect
+    from adplace.ops.variable_scope import get_local_variable
+    assert list(inspect.signature(get_local_variable).parameters) == list(inspect.signature(tf.get_variable).parameters)
+    v = get_local_variable("counter", [], dtype=tf.int32, validate_shape=False)
+    assert v in tf.local_variables() and v not in tf.trainable_variables()
+
+
+def test_variable_creator_scope_runs_innermost_creator_first():
+    from adplace.ops.variable_scope import variable_creator_scope
+    names = []
+
+    def record(next_creator, **kwargs):
+        names.append(kwargs["name"])
+        return next_creator(**kwargs)
+
+    def rename(next_creator, **kwargs):
+        kwargs["name"] = "forced"
+        return next_creator(**kwargs)
+
+    with variable_creator_scope(record), variable_creator_scope(rename):
+        v = tf.Variable(2.0, name="mine")
+        w = tf.get_variable("got", [], synchronization=tf.VariableSynchronization.ON_WRITE)
+    assert names == ["forced", "forced"]
+    assert (v.name, w.name) == ("forced:0", "forced_1:0")
+    assert tf.Variable(1.0, name="plain").name == "plain:0"
+
+
+def test_variable_creator_scopes_must_exit_in_order():
+    from adplace.ops.variable_scope import variable_creator_scope
+    outer = variable_creator_scope(lambda next_creator, **kwargs: next_creator(**kwargs))
+    outer.__enter__()
+    with variable_creator_scope(lambda next_creator, **kwargs: next_creator(**kwargs)):
+        with pytest.raises(RuntimeError, match="without proper nesting"):
+            outer.__exit__(None, None, None)
+
+
+def test_a_scalar_variable_ignores_the_scope_partitioner():
+    with tf.variable_scope("p", partitioner=lambda shape, **_: [2] + [1] * (len(shape) - 1)):
+        v = tf.get_variable("scalar", shape=[])
+        with pytest.raises(NotImplementedError, match="partitioned variables are not supported"):
+            tf.get_variable("vector", shape=[4])
+    assert v.name == "p/scalar:0" and v.shape.as_list() == []
