@@ -13,7 +13,7 @@ from adplace.framework.dtypes import (DType, as_dtype, bfloat16, bool, complex64
                                       float32_ref, float64, float64_ref, half, int8, int16, int32, int32_ref, int64,
                                       int64_ref, string, uint8, uint16, uint32, uint64)
 from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function
-from adplace.framework.default_graph import (add_to_collection, add_to_collections, colocate_with,
+from adplace.framework.default_graph import (add_to_collection, add_to_collections, colocate_with, container,
                                              control_dependencies, device, get_collection, get_collection_ref,
                                              name_scope, op_scope, set_random_seed)
 from adplace.framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph

@@ -70,6 +70,11 @@ def device(device_name_or_function):
     return get_default_graph().device(device_name_or_function)
 
 
+def container(container_name: str):
+    """The default graph's `container` block (tf.container)."""
+    return get_default_graph().container(container_name)
+
+
 def colocate_with(op, ignore_existing: bool = False):
     """Put ops created in this block on whatever device `op` ends up on.
 

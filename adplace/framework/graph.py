@@ -63,6 +63,8 @@ class Graph:
         self._lock = threading.RLock()
         self._unfeedable_tensors: set[Tensor] = set()
         self._unfetchable_ops: set[Operation] = set()
+        self._container = ""
+        self._variable_creator_stack: tuple = ()  # variable_creator_scope's creators, innermost last
 
     # --- build stacks ----------------------------------------------------------------------------------------
     @property
@@ -175,6 +177,8 @@ class Graph:
         override = self._state.gradient_override_map.get(op_type)
         if override is not None:
             op._attrs = {**op._attrs, "_gradient_op_type": override}
+        if self._container and op_def.is_stateful and op._attrs.get("container") == "":
+            op._attrs = {**op._attrs, "container": self._container}
         device_stack, colocation_stack = stacks.device_stack if compute_device else [], stacks.colocation_stack
         if op_def.ref_inputs:  # TF's _MaybeColocateWith(ref inputs): colocate_with clears the device stack
             device_stack = []
@@ -517,6 +521,16 @@ class Graph:
         return op not in self._unfetchable_ops
 
     # --- misc ------------------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def container(self, container_name: str):
+        """Stateful ops created inside (variables) get `container_name` as their resource container (TF's
+        `Graph.container`); adplace keeps every variable in its session, so the name is recorded, not used."""
+        original, self._container = self._container, container_name
+        try:
+            yield self._container
+        finally:
+            self._container = original
+
     def finalize(self) -> None:
         """Make the graph read-only: creating ops or changing collections raises RuntimeError from now on."""
         self._finalized = True

@@ -475,13 +475,12 @@ def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor
     if limit is None:
         start, limit = 0, start
     with name_scope(name) as scope:
-        tensors = [convert_to_tensor(v, dtype=dtype, name=n) for v, n in ((start, "start"), (limit, "limit"),
-                                                                           (delta, "delta"))]
-        dtypes = {t.dtype.base_dtype for t in tensors}
-        if len(dtypes) > 1:  # mixed Python ints and float tensors: promote like TF
-            target = max(dtypes, key=lambda d: (d.is_floating, d.size))
-            tensors = [cast(t, target) for t in tensors]
-        return apply_op_1("Range", tensors, {"Tidx": tensors[0].dtype.base_dtype}, name=scope)
+        named = ((start, "start"), (limit, "limit"), (delta, "delta"))
+        values = [v if isinstance(v, Tensor) else convert_to_tensor(v, dtype=dtype, name=n) for v, n in named]
+        target = _dtypes.as_dtype(dtype).base_dtype if dtype is not None else \
+            max((t.dtype.base_dtype for t in values), key=lambda d: (d.is_floating, d.size))
+        tensors = [t if t.dtype.base_dtype is target else cast(t, target) for t in values]  # TF's promotion
+        return apply_op_1("Range", tensors, {"Tidx": target}, name=scope)
 
 
 def _cumulative_infer(op_type):

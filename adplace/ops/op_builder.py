@@ -81,7 +81,8 @@ def merged_shape(op_type: str, name: str, inputs) -> TensorShape:
 
 
 def constant_value(tensor: Tensor):
-    """The value of `tensor` if it is known when the graph is built (a Const, or the Shape of a static shape)."""
+    """The value of `tensor` if it is known when the graph is built: a Const, the Shape of a static shape, or an
+    Identity or Cast of such a value (TF's shape functions evaluate these small constant subgraphs too)."""
     op = tensor._op
     if op._type == "Const":
         return op._attrs["value"]
@@ -91,6 +92,9 @@ def constant_value(tensor: Tensor):
         return np.array(op._inputs[tensor._value_index]._shape.as_list(), dtype=op._attrs["out_type"].as_numpy_dtype)
     if op._type == "Identity":
         return constant_value(op._inputs[0])
+    if op._type == "Cast" and op._outputs[0]._dtype.base_dtype is not _dtypes.string:
+        value = constant_value(op._inputs[0])
+        return None if value is None else value.astype(op._outputs[0]._dtype.base_dtype.as_numpy_dtype)
     return None
 
 

@@ -339,3 +339,19 @@ def test_tensors_hash_and_compare_by_identity_and_refs_work_as_keys():
     assert len({a, b, a}) == 2
     table = {a.ref(): "a", b.experimental_ref(): "b"}
     assert table[a.ref()] == "a" and a.ref().deref() is a and a.ref() != b.ref()
+
+
+def test_variables_created_in_a_container_block_record_it():
+    g = tf.Graph()
+    with g.as_default():
+        outside = tf.Variable(1.0, name="outside")
+        with tf.container("experiment0"):
+            inside = tf.Variable(2.0, name="inside")
+            with g.container("nested"):
+                nested = tf.Variable(3.0, name="nested")
+            back = tf.Variable(4.0, name="back")
+        plain = tf.constant(1.0)
+    assert [v.op.get_attr("container") for v in (outside, inside, nested, back)] == ["", "experiment0", "nested",
+                                                                                      "experiment0"]
+    with pytest.raises(ValueError):
+        plain.op.get_attr("container")  # only stateful ops with a container attr take it

@@ -606,3 +606,15 @@ def test_conj_and_its_gradient():
         tf.conj(tf.constant([True]))
     g = tf.gradients(tf.conj(z), z, grad_ys=tf.constant([1j, 1 + 0j]))[0]
     np.testing.assert_allclose(run(g), [-1j, 1])
+
+
+def test_range_promotes_like_tf_and_keeps_a_static_length_through_its_casts():
+    cases = [(tf.range(5.0), np.arange(5.0), tf.float32), (tf.range(0.0, 1.0, 0.25), np.arange(0, 1, 0.25), tf.float32),
+             (tf.range(10, 0, -3), np.arange(10, 0, -3), tf.int32),
+             (tf.range(tf.constant(1), 5, dtype=tf.int64), np.arange(1, 5), tf.int64)]
+    sess = tf.Session()
+    for r, expected, dtype in cases:
+        assert r.dtype == dtype and r.shape.as_list() == [len(expected)]
+        np.testing.assert_array_equal(sess.run(r), expected)
+    start = tf.range(5.0).op.inputs[0]  # Python 0 is an int32 Const, cast to the range's float32 as in TF
+    assert start.op.type == "Cast" and [t.op.type for t in start.op.inputs] == ["Const"]
