@@ -26,6 +26,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import get_default_graph, name_scope
 from adplace.framework.graph import GraphKeys
+from adplace.framework.nest import flatten
 from adplace.framework.registry import RegisterGradient
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_gradient_function
@@ -370,15 +371,6 @@ def custom_gradient(f):
 _VARIABLE_OP_TYPES = ("VariableV2", "Variable", "VarHandleOp")
 
 
-def _flatten(structure) -> list:
-    """The tensors of a tensor, list, tuple or dict (values in sorted-key order, as tf.nest does)."""
-    if isinstance(structure, dict):
-        return [t for key in sorted(structure) for t in _flatten(structure[key])]
-    if isinstance(structure, (list, tuple)):
-        return [t for item in structure for t in _flatten(item)]
-    return [structure]
-
-
 def get_dependent_variables(input_ops, output_ops) -> list:
     """The trainable variables the outputs depend on through differentiable tensors, not through the inputs
     (TF's custom_gradient.get_dependent_variables: what a custom gradient must also differentiate).
@@ -386,8 +378,8 @@ def get_dependent_variables(input_ops, output_ops) -> list:
         y = tf.identity(x) + v            # v a trainable Variable
         get_dependent_variables([x], [y]) == [v]; with x = v * 5.0 the inputs cut v off: []
     """
-    stop = {id(convert_to_tensor(t)) for t in _flatten(input_ops)}
-    pending = [convert_to_tensor(t) for t in _flatten(output_ops)]
+    stop = {id(convert_to_tensor(t)) for t in flatten(input_ops)}
+    pending = [convert_to_tensor(t) for t in flatten(output_ops)]
     seen_ops: set = set()
     found = []
     while pending:

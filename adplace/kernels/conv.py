@@ -268,24 +268,32 @@ def _as_float(xp, x):
     return x.astype(np.float64) if x.dtype.kind in "iu" else x
 
 
-@kernel("MaxPool", MAX_POOL_CPU, FLOAT)
-def _max_pool(op, ctx):
-    spec, xp = _Spec(op, "ksize", "stride"), ctx.xp
-
-    def max_pool(x):
+def _pooling(op, spec: _Spec, xp, pool):
+    """MaxPool's and AvgPool's kernel: the input checked and made NHWC, its window geometry, an empty output when
+    there is nothing to pool, else `pool(x, g)` on the NHWC input."""
+    def pooling(x):
         _check_4d(op, x, "tensor_in")
         x = spec.to_nhwc(xp, x)
         n, h, w, c = x.shape
         g = spec.geometry(h, w, spec.ksize)
         if not n * g.oh * g.ow * c:
             return spec.from_nhwc(xp, xp.zeros((n, g.oh, g.ow, c), x.dtype))
+        return spec.from_nhwc(xp, pool(x, g))
+    return pooling
+
+
+@kernel("MaxPool", MAX_POOL_CPU, FLOAT)
+def _max_pool(op, ctx):
+    spec, xp = _Spec(op, "ksize", "stride"), ctx.xp
+
+    def max_pool(x, g):
         x_padded = g.pad(xp, x, _lowest(x.dtype))
         hs, ws = g.taps[0]
         out = x_padded[:, hs, ws].copy()
         for hs, ws in g.taps[1:]:
             xp.maximum(out, x_padded[:, hs, ws], out=out)
-        return spec.from_nhwc(xp, out)
-    return max_pool
+        return out
+    return _pooling(op, spec, xp, max_pool)
 
 
 def _first_max_taps(xp, spec: _Spec, x, y):
@@ -353,22 +361,16 @@ def _max_pool_grad_grad(op, ctx):
 def _avg_pool(op, ctx):
     spec, xp = _Spec(op, "ksize", "stride"), ctx.xp
 
-    def avg_pool(x):
-        _check_4d(op, x, "tensor_in")
-        x = spec.to_nhwc(xp, x)
-        n, h, w, c = x.shape
-        g = spec.geometry(h, w, spec.ksize)
+    def avg_pool(x, g):
         dtype = _compute_dtype(x.dtype)
-        if not n * g.oh * g.ow * c:
-            return spec.from_nhwc(xp, xp.zeros((n, g.oh, g.ow, c), x.dtype))
         x_padded = g.pad(xp, x.astype(dtype, copy=False))
         hs, ws = g.taps[0]
         total = x_padded[:, hs, ws].copy()
         for hs, ws in g.taps[1:]:
             total += x_padded[:, hs, ws]
-        total /= g.counts(xp, h, w, spec.ksize, spec.strides, dtype)
-        return spec.from_nhwc(xp, total.astype(x.dtype, copy=False))
-    return avg_pool
+        total /= g.counts(xp, x.shape[1], x.shape[2], spec.ksize, spec.strides, dtype)
+        return total.astype(x.dtype, copy=False)
+    return _pooling(op, spec, xp, avg_pool)
 
 
 @kernel("AvgPoolGrad", FLOAT, FLOAT)

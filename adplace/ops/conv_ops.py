@@ -19,8 +19,8 @@ from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, dims_text
-from adplace.ops.op_builder import (apply_op_1, check_dtype, check_same_dtype, constant_value, int_const,
-                                   shape_from_tensor, shapes_text)
+from adplace.ops.op_builder import (apply_op_1, check_dtype, check_same_dtype, constant_value,
+                                    deprecated_argument_lookup, int_const, shape_from_tensor, shapes_text)
 
 CONV_TYPES = _dtypes.FLOATING
 CONV_TRANSPOSE_TYPES = CONV_TYPES | {_dtypes.int32}  # conv2d_transpose also runs on int32 (CPU), as in TF
@@ -244,9 +244,7 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu: boo
     Raises:
       ValueError: bad padding, data format, ranks or channel counts (TF's messages).
     """
-    if filter is not None and filters is not None:
-        raise ValueError("Cannot specify both 'filter' and 'filters'")
-    filter = filters if filter is None else filter  # noqa: A001
+    filter = deprecated_argument_lookup("filters", filters, "filter", filter)  # noqa: A001
     data_format = data_format or "NHWC"
     channel_index = 1 if data_format.startswith("NC") else 3
     strides = _get_sequence(strides, 2, channel_index, "strides")

@@ -15,8 +15,9 @@ from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.ops import array_ops, math_ops
-from adplace.ops.nn_ops import FLOAT, INDEX, deprecated_argument_lookup
-from adplace.ops.op_builder import apply_op, broadcast_dims, check_dtype, check_same_dtype, shapes_text
+from adplace.ops.nn_ops import FLOAT, INDEX
+from adplace.ops.op_builder import (apply_op, broadcast_dims, check_dtype, check_same_dtype,
+                                    deprecated_argument_lookup, shapes_text)
 
 
 # --- cross entropy --------------------------------------------------------------------------------------------------

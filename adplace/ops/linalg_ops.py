@@ -18,7 +18,7 @@ from adplace.framework.operation import Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.ops import array_ops, math_ops, reduction_ops
-from adplace.ops.op_builder import apply_op, apply_op_1, check_dtype, check_same_dtype, shapes_text
+from adplace.ops.op_builder import apply_op, apply_op_1, check_dtype, check_same_dtype, keepdims_value, shapes_text
 
 SOLVER_TYPES = frozenset({_dtypes.float16, _dtypes.float32, _dtypes.float64, _dtypes.complex64, _dtypes.complex128})
 
@@ -350,7 +350,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name: str | None = N
         tf.norm([[3., 4.]])                 # 5.0
         tf.norm([[1., -2.], [3., 4.]], ord=1, axis=[0, 1])   # 6.0: the largest column sum of |x|
     """
-    keepdims = bool(keep_dims if keepdims is None else keepdims)
+    keepdims = keepdims_value(keepdims, keep_dims)
     is_matrix_norm = isinstance(axis, (tuple, list)) and len(axis) == 2
     if is_matrix_norm:
         axis = tuple(axis)

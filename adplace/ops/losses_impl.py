@@ -22,6 +22,7 @@ from adplace.ops import (array_ops, check_ops, cross_entropy_ops, logical_ops, m
                          selection_ops, slicing_ops)
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import no_op
+from adplace.ops.op_builder import deprecated_argument_lookup
 
 
 class Reduction:
@@ -290,10 +291,7 @@ def huber_loss(labels, predictions, weights=1.0, delta: float = 1.0, scope=None,
 def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                     reduction=Reduction.SUM_BY_NONZERO_WEIGHTS, dim=None) -> Tensor:
     """Weighted 1 - sum(labels * predictions, axis) for unit-normalized inputs (`dim` is the old name of `axis`)."""
-    if dim is not None:
-        if axis is not None:
-            raise ValueError("Cannot specify both 'axis' and 'dim'")
-        axis = dim
+    axis = deprecated_argument_lookup("dim", dim, "axis", axis)
     if axis is None:
         raise ValueError("You must specify 'axis'.")
 

@@ -19,7 +19,7 @@ from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import TensorShape, as_shape
 from adplace.ops import (array_ops, candidate_sampling_ops, conv_ops, cross_entropy_ops, math_ops, nn_ops, random_ops,
                          reduction_ops, selection_ops, slicing_ops)
-from adplace.ops.op_builder import constant_value
+from adplace.ops.op_builder import constant_value, deprecated_argument_lookup
 
 
 # --- logistic losses ------------------------------------------------------------------------------------------------
@@ -52,7 +52,7 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
     """The logistic loss with the positive term weighted by `pos_weight` (tf.nn.weighted_cross_entropy_with_logits):
     (1 - labels) * logits + (1 + (pos_weight - 1) * labels) * log(1 + exp(-logits)), stable for any logits.
     `targets` is the deprecated alias of `labels`."""
-    labels = nn_ops.deprecated_argument_lookup("labels", labels, "targets", targets)
+    labels = deprecated_argument_lookup("labels", labels, "targets", targets)
     with name_scope(name, "logistic_loss", [logits, labels]) as scope:
         logits = convert_to_tensor(logits, name="logits")
         labels = convert_to_tensor(labels, name="labels")
@@ -83,7 +83,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss: bool = False, name: 
 def l2_normalize(x, axis=None, epsilon: float = 1e-12, name: str | None = None, dim=None) -> Tensor:
     """x / sqrt(max(sum(x**2, axis), epsilon)) (tf.nn.l2_normalize); `dim` is the deprecated alias of `axis`."""
     with name_scope(name, "l2_normalize", [x]) as scope:
-        axis = nn_ops.deprecated_argument_lookup("axis", axis, "dim", dim)
+        axis = deprecated_argument_lookup("axis", axis, "dim", dim)
         x = convert_to_tensor(x, name="x")
         square_sum = reduction_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
         x_inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
@@ -119,7 +119,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name: str | None = N
         keep = 1. - keep_prob if keep_prob is not None else None
     except TypeError:
         raise ValueError(f"keep_prob must be a floating point number or Tensor (got {keep_prob!r})") from None
-    rate = nn_ops.deprecated_argument_lookup("rate", rate, "keep_prob", keep)
+    rate = deprecated_argument_lookup("rate", rate, "keep_prob", keep)
     if rate is None:
         raise ValueError("You must provide a rate to dropout.")
     with name_scope(name, "dropout", [x]):
@@ -346,7 +346,7 @@ def pool(input, window_shape, pooling_type: str, padding: str, dilation_rate=Non
     Raises:
       ValueError: arguments TF rejects, or a dilated window on an input whose non-batch shape is unknown.
     """
-    dilation_rate = nn_ops.deprecated_argument_lookup("dilations", dilations, "dilation_rate", dilation_rate)
+    dilation_rate = deprecated_argument_lookup("dilations", dilations, "dilation_rate", dilation_rate)
     with name_scope(name, f"{pooling_type.lower()}_pool", [input]):
         x = convert_to_tensor(input, name="input")
         n = len(window_shape)

@@ -17,7 +17,7 @@ from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.framework.errors import InvalidArgumentError
 from adplace.ops import array_ops, math_ops, reduction_ops, selection_ops
 from adplace.ops.op_builder import (apply_op_1, check_dtype, check_same_dtype, constant_value,
-                                    merged_shape, shapes_text)
+                                    deprecated_argument_lookup, merged_shape, shapes_text)
 
 FLOAT = _dtypes.FLOATING
 REAL = _dtypes.FLOATING | _dtypes.INTEGER
@@ -200,15 +200,6 @@ def _softmax_infer(op_type: str):
 
 register_op("Softmax", _softmax_infer("Softmax"))
 register_op("LogSoftmax", _softmax_infer("LogSoftmax"))
-
-
-def deprecated_argument_lookup(new_name: str, new_value, old_name: str, old_value):
-    """The value of an argument with a deprecated alias: TF's rule, giving both is a ValueError."""
-    if old_value is not None:
-        if new_value is not None:
-            raise ValueError(f"Cannot specify both '{old_name}' and '{new_name}'")
-        return old_value
-    return new_value
 
 
 def _swap_with_last(axis: Tensor, ndims: int) -> Tensor:

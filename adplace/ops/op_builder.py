@@ -133,3 +133,17 @@ def int_const(value, name: str) -> Tensor:
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
         return convert_to_tensor(list(value), dtype=_dtypes.int32, name=name)
     return convert_to_tensor(np.asarray(value, dtype=np.int32), name=name)
+
+
+def deprecated_argument_lookup(new_name: str, new_value, old_name: str, old_value):
+    """The value of an argument with a deprecated alias: TF's rule, giving both is a ValueError."""
+    if old_value is not None:
+        if new_value is not None:
+            raise ValueError(f"Cannot specify both '{old_name}' and '{new_name}'")
+        return old_value
+    return new_value
+
+
+def keepdims_value(keepdims, keep_dims) -> bool:
+    """`keepdims`, or its TF1 alias `keep_dims` when `keepdims` is None (reductions and norms take both)."""
+    return bool(keep_dims if keepdims is None else keepdims)

@@ -14,7 +14,8 @@ from adplace.ops import array_ops, math_ops
 from adplace.ops.array_ops import rank, reshape, shape, stop_gradient, zeros_like
 from adplace.ops.math_ops import (NUMERIC, REAL, add, cast, exp, is_finite, log, not_equal, range,  # noqa: A004
                                   subtract)
-from adplace.ops.op_builder import apply_op_1, check_dtype, constant_value, int_const, shapes_text
+from adplace.ops.op_builder import (apply_op_1, check_dtype, constant_value, deprecated_argument_lookup, int_const,
+                                    keepdims_value, shapes_text)
 from adplace.ops.selection_ops import where
 
 
@@ -58,7 +59,7 @@ for _op_type in REDUCTION_OPS + ("Any", "All"):
 
 def _reduce(op_type: str, default_name: str, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
     axis = reduction_indices if axis is None else axis
-    keep = _keep(keepdims, keep_dims)
+    keep = keepdims_value(keepdims, keep_dims)
     x = convert_to_tensor(input_tensor)
     reduces_all = axis is None
     if reduces_all:  # TF builds "all axes" outside the op's scope: a Const, or range(rank(x)) when rank is unknown
@@ -134,10 +135,6 @@ def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
     return _reduce("All", "All", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def _keep(keepdims, keep_dims) -> bool:
-    return bool(keep_dims if keepdims is None else keepdims)
-
-
 def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
     """log(sum(exp(x))) over `axis`, computed stably as TF does: the (finite) maximum is subtracted first and added
     back, with no gradient through it (tf.reduce_logsumexp).
@@ -145,7 +142,7 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
         tf.reduce_logsumexp([0.0, 0.0])   # log(2)
     """
     axis = reduction_indices if axis is None else axis
-    keep = _keep(keepdims, keep_dims)
+    keep = keepdims_value(keepdims, keep_dims)
     with name_scope(name, "ReduceLogSumExp", [input_tensor]) as scope:
         x = convert_to_tensor(input_tensor, name="input_tensor")
         raw_max = reduce_max(x, axis=axis, keepdims=True)
@@ -167,7 +164,7 @@ def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=_dtypes.int64, n
         x = convert_to_tensor(input_tensor, name="input_tensor")
         zero = convert_to_tensor(np.zeros((), dtype=x.dtype.base_dtype.as_numpy_dtype), name="zeros")
         nonzero = cast(not_equal(x, zero), _dtypes.int64)
-        return cast(reduce_sum(nonzero, axis=axis, keepdims=_keep(keepdims, keep_dims)), dtype=dtype)
+        return cast(reduce_sum(nonzero, axis=axis, keepdims=keepdims_value(keepdims, keep_dims)), dtype=dtype)
 
 
 
@@ -202,9 +199,8 @@ for _op_type in ("ArgMax", "ArgMin"):
 
 
 def _arg(op_type: str, input, axis, name, dimension, output_type) -> Tensor:  # noqa: A002 - TF's argument name
-    if axis is not None and dimension is not None:
-        raise ValueError("Cannot specify both 'axis' and 'dimension'")
-    axis = 0 if axis is None and dimension is None else dimension if axis is None else axis
+    axis = deprecated_argument_lookup("dimension", dimension, "axis", axis)
+    axis = 0 if axis is None else axis
     output_type = _dtypes.as_dtype(output_type).base_dtype
     if output_type not in (_dtypes.int32, _dtypes.int64):
         raise TypeError(f"Value passed to parameter 'output_type' has DataType {output_type.name} not in list of "

@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework.nest import flatten
 from adplace.framework.operation import Operation, Tensor
 from adplace.runtime.fetches import REGISTERED_EXPANSIONS, registered_expansion
 
@@ -208,33 +209,35 @@ def feed_converter(tensor: Tensor) -> Callable:
     return convert
 
 
-def _flat(structure) -> list:
-    """TF's nest.flatten for feed keys and values: tuples and lists (and dicts, by sorted key) are structures."""
-    if isinstance(structure, (tuple, list)):
-        return [leaf for item in structure for leaf in _flat(item)]
-    if isinstance(structure, dict):
-        return [leaf for key in sorted(structure) for leaf in _flat(structure[key])]
-    return [structure]
+def _expansion(key):
+    """The function a registered key type (register_session_run_conversion_functions) expands its feeds with."""
+    return registered_expansion(key, 2) if REGISTERED_EXPANSIONS else None
+
+
+def _flat_items(feed_dict: Mapping, keys_only: bool = False) -> list[tuple]:
+    """(key, value) pairs of `feed_dict` in flat order: a nested-tuple key takes its value apart the same way, and a
+    key of a registered type gives the pairs its function returns. With `keys_only` the values of nested-tuple keys
+    are not taken apart (they are None): make_callable resolves its feed keys before it has values."""
+    items = []
+    for key, value in feed_dict.items():
+        expand = _expansion(key)
+        if expand is not None:
+            items.extend(expand(key, value))
+        elif isinstance(key, tuple):
+            flat_keys = flatten(key)
+            flat_values = [None] * len(flat_keys) if keys_only else flatten(value)
+            if len(flat_keys) != len(flat_values):
+                raise ValueError(f"Could not flatten dictionary. Key had {len(flat_keys)} elements, but value had "
+                                 f"{len(flat_values)} elements. Key: {flat_keys}, value: {_clip(describe(value))}.")
+            items.extend(zip(flat_keys, flat_values))
+        else:
+            items.append((key, value))
+    return items
 
 
 def _flatten_items(feed_dict: Mapping) -> list:
-    """The values of `feed_dict` in flat key order; a nested-tuple key takes its value apart the same way, and a
-    key of a type registered with register_session_run_conversion_functions gives the values its function pairs."""
-    values = []
-    for key, value in feed_dict.items():
-        expand = registered_expansion(key, 2) if REGISTERED_EXPANSIONS else None
-        if expand is not None:
-            values.extend(v for _, v in expand(key, value))
-            continue
-        if not isinstance(key, tuple):
-            values.append(value)
-            continue
-        flat_keys, flat_values = _flat(key), _flat(value)
-        if len(flat_keys) != len(flat_values):
-            raise ValueError(f"Could not flatten dictionary. Key had {len(flat_keys)} elements, but value had "
-                             f"{len(flat_values)} elements. Key: {flat_keys}, value: {_clip(describe(value))}.")
-        values.extend(flat_values)
-    return values
+    """The values of `feed_dict` in flat key order (see _flat_items)."""
+    return [value for _, value in _flat_items(feed_dict)]
 
 
 def feed_tensors(graph, feed_dict) -> tuple[list, Callable | None]:
@@ -246,17 +249,8 @@ def feed_tensors(graph, feed_dict) -> tuple[list, Callable | None]:
     """
     if not isinstance(feed_dict, Mapping):
         raise TypeError(f"input must be a dictionary, got feed_dict of type {type(feed_dict).__name__}")
-    keys, nested = [], False
-    for key in feed_dict:
-        expand = registered_expansion(key, 2) if REGISTERED_EXPANSIONS else None
-        if expand is not None:
-            nested = True
-            keys.extend(t for t, _ in expand(key, feed_dict[key]))
-        elif isinstance(key, tuple):
-            nested = True
-            keys.extend(_flat(key))
-        else:
-            keys.append(key)
+    nested = any(isinstance(key, tuple) or _expansion(key) is not None for key in feed_dict)
+    keys = [key for key, _ in _flat_items(feed_dict, keys_only=True)] if nested else list(feed_dict)
     if nested:
         seen: set = set()
         for key in keys:
