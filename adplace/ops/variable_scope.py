@@ -523,7 +523,7 @@ def variable_creator_scope(variable_creator):
       RuntimeError: scopes exited out of order.
     """
     graph = get_default_graph()
-    old = getattr(graph, "_variable_creator_stack", ())
+    old = graph._variable_creator_stack
     new = old + (variable_creator,)
     graph._variable_creator_stack = new
     try:

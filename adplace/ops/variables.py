@@ -93,7 +93,7 @@ class _VariableMetaclass(type):
     the last creator in the chain builds the variable."""
 
     def __call__(cls, *args, **kwargs):
-        creators = getattr(get_default_graph(), "_variable_creator_stack", ())
+        creators = get_default_graph()._variable_creator_stack
         if not creators:
             return super().__call__(*args, **kwargs)
         kwargs.update(zip(_VARIABLE_ARGS, args))
