@@ -18,18 +18,28 @@ from adplace.framework.default_graph import (add_to_collection, add_to_collectio
                                              name_scope, op_scope, set_random_seed)
 from adplace.framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
 from adplace.framework.operation import NodeDef, Operation, Tensor
+from adplace.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
+from adplace.framework.sparse_tensor import SparseTensor, SparseTensorValue, convert_to_tensor_or_sparse_tensor
+from adplace.ops.indexed_slices_ops import convert_to_tensor_or_indexed_slices, scalar_mul
 from adplace.framework.session_stack import get_default_session
 from adplace.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import Dimension, TensorShape
 from adplace.gradients import AggregationMethod, UnconnectedGradients, custom_gradient, gradients, hessians
+from adplace.gradient_tools import grad_pass_through, recompute_grad
+from adplace.framework.default_graph import init_scope
 from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - constant, array, random and NoOp kernels
 from adplace.kernels import math as _math_kernels  # noqa: F401 - elementwise, matmul, reduction, cast, ... kernels
 from adplace.kernels import state as _state_kernels  # noqa: F401 - variable and training-op kernels
+from adplace.kernels import scatter as _scatter_kernels  # noqa: F401 - Scatter*, SparseApply*, CountUpTo
 from adplace.kernels import conv as _conv_kernels  # noqa: F401 - registers the conv and pooling kernels
 from adplace.kernels import nn as _nn_kernels  # noqa: F401 - registers the nn ops' kernels
 from adplace.kernels import array as _array_kernels  # noqa: F401 - gather, one_hot, pad, ... kernels
 from adplace.kernels import checks as _check_kernels  # noqa: F401 - Assert, CheckNumerics, Print kernels
 from adplace.kernels import linalg as _linalg_kernels  # noqa: F401 - matrix inverse, diag, einsum, ... kernels
+from adplace.kernels import script as _script_kernels  # noqa: F401 - PyFunc kernels (CPU only)
+from adplace.kernels import sparse as _sparse_kernels  # noqa: F401 - SparseToDense, SparseAdd, ... kernels (CPU)
+from adplace.kernels import data_flow as _data_flow_kernels  # noqa: F401 - GatherNd, ScatterNd, stitch, segments
+from adplace.ops.script_ops import numpy_function, py_func
 from adplace.ops.array_ops import identity_n
 from adplace.ops.selection_ops import one_hot, where, where_v2
 from adplace.ops.slicing_ops import gather, newaxis, pad, reverse
@@ -48,6 +58,14 @@ from adplace.ops.logical_ops import logical_and, logical_not, logical_or, logica
 from adplace.ops.reduction_ops import (argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp,
                                        reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)
 from adplace.ops.segment_ops import unsorted_segment_sum
+from adplace.ops.segment_ops import (segment_max, segment_mean, segment_min, segment_prod, segment_sum,
+                                     sparse_segment_mean, sparse_segment_sqrt_n, sparse_segment_sum,
+                                     unsorted_segment_max, unsorted_segment_mean, unsorted_segment_min,
+                                     unsorted_segment_prod, unsorted_segment_sqrt_n)
+from adplace.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_add, tensor_scatter_nd_add,
+                                        tensor_scatter_nd_sub, tensor_scatter_nd_update, tensor_scatter_sub,
+                                        tensor_scatter_update)
+from adplace.ops.data_flow_ops import dynamic_partition, dynamic_stitch, parallel_dynamic_stitch
 from adplace.ops import logical_ops as _logical_ops
 from adplace import compat
 from adplace.compat import disable_eager_execution, disable_v2_behavior, executing_eagerly
@@ -70,6 +88,9 @@ from adplace.ops.math_ops import (abs, add, add_n, cast, ceil, cos, cumprod, cum
                                   truediv)
 from adplace.ops.random_ops import random_normal, random_uniform, truncated_normal
 from adplace.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from adplace.ops.state_ops import (batch_scatter_update, count_up_to, scatter_add, scatter_div, scatter_max,
+                                   scatter_min, scatter_mul, scatter_nd_add, scatter_nd_sub, scatter_nd_update,
+                                   scatter_sub, scatter_update)
 from adplace.ops.variables import (Variable, all_variables, global_variables, global_variables_initializer,
                                    initialize_all_variables, local_variables, local_variables_initializer,
                                    trainable_variables, variables_initializer)
@@ -78,6 +99,9 @@ from adplace.ops.variables import (VariableAggregation, VariableSynchronization,
 from adplace.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable, get_variable,
                                         get_variable_scope, variable_scope)
 from adplace.ops.variable_scope import no_regularizer, variable_creator_scope
+from adplace.ops.variable_scope import create_partitioned_variables
+from adplace.ops.partitioned_variables import (PartitionedVariable, fixed_size_partitioner,
+                                               min_max_variable_partitioner, variable_axis_size_partitioner)
 from adplace.ops.init_ops import identity_initializer, uniform_unit_scaling_initializer
 from adplace.runtime.options import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RewriterConfig,
                                      RunMetadata, RunOptions)
@@ -85,6 +109,9 @@ from adplace.runtime.session import InteractiveSession, Session
 from adplace import client, profiler
 from adplace import app, flags, losses, metrics
 from adplace import debugging, linalg, math
+from adplace import sparse
+from adplace.ops.sparse_ops import (sparse_add, sparse_placeholder, sparse_reduce_sum, sparse_reorder, sparse_reshape,
+                                    sparse_retain, sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
 from adplace.ops.check_ops import (Assert, add_check_numerics_ops, assert_equal, assert_greater, assert_greater_equal,
                                    assert_integer, assert_less, assert_less_equal, assert_near, assert_negative,
                                    assert_non_negative, assert_non_positive, assert_none_equal, assert_positive,

@@ -16,6 +16,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Tensor
 from adplace.framework.session_stack import get_default_session
+from adplace.framework.conversion import convert_to_tensor
 from adplace.gradients import gradients
 from adplace.ops.array_ops import placeholder
 
@@ -47,11 +48,12 @@ def _check_dtype(t: Tensor, role: str) -> None:
 
 
 def _dx_and_dy(x: Tensor, y: Tensor, y_shape) -> tuple[Tensor, Tensor]:
-    """The gradient of y with respect to x, weighted by a fed grad_ys placeholder (zeros when unconnected)."""
+    """The gradient of y with respect to x, weighted by a fed grad_ys placeholder (zeros when unconnected; an
+    IndexedSlices gradient densified, its repeated rows summed)."""
     with y.graph.as_default():
         dy = placeholder(y.dtype.base_dtype, shape=list(y_shape), name="compute_gradient_dy")
-    dx, = gradients(y, x, grad_ys=dy, unconnected_gradients="zero")
-    return dx, dy
+        dx, = gradients(y, x, grad_ys=dy, unconnected_gradients="zero")
+        return convert_to_tensor(dx), dy
 
 
 def _feeds(extra_feed_dict: dict | None, feeds: dict) -> dict:

@@ -30,8 +30,9 @@ from adplace.framework.nest import flatten
 from adplace.framework.registry import RegisterGradient
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_gradient_function
-from adplace.ops import array_grad, conv_grad, linalg_grad, math_grad, nn_grad  # noqa: F401 - register gradients
-from adplace.ops import array_ops, control_flow_ops, math_ops
+from adplace.ops import (array_grad, conv_grad, data_flow_grad, linalg_grad, math_grad,  # noqa: F401 - register
+                         nn_grad, segment_grad, sparse_grad)  # noqa: F401 - gradients
+from adplace.ops import array_ops, control_flow_ops, indexed_slices_ops, math_ops
 from adplace.ops.constant_op import constant
 from adplace.ops.variable_scope import get_variable_scope
 
@@ -137,11 +138,14 @@ def _multi_device_add_n(tensors: list) -> Tensor:
 
 
 def _aggregate(op: Operation, out_grads: list, method: int) -> list:
-    """One gradient per output of `op`: None, the single gradient, or the sum of several."""
+    """One gradient per output of `op`: None, the single gradient, or the sum of several (IndexedSlices among them
+    are concatenated, staying sparse)."""
     result = []
     for grads in out_grads:
         if len(grads) < 2:
             result.append(grads[0] if grads else None)
+        elif not all(isinstance(g, Tensor) for g in grads):
+            result.append(indexed_slices_ops.aggregate_indexed_slices(grads))
         elif method == AggregationMethod.ADD_N:
             result.append(_multi_device_add_n(grads))
         else:  # TREE and ACCUMULATE_N: pairwise sums, so each gradient can be freed early
@@ -202,6 +206,9 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
                 in_grads = _op_input_grads(op, out_grads, op not in stop_ops, gate_gradients)
                 for i, (t_in, in_grad) in enumerate(zip(op._inputs, in_grads)):
                     if in_grad is None or not _is_differentiable(t_in):
+                        continue
+                    if not isinstance(in_grad, Tensor):  # IndexedSlices: the dense shape is not checked
+                        add_grad(t_in, in_grad)
                         continue
                     try:
                         in_grad.set_shape(t_in._shape)
@@ -315,23 +322,28 @@ class _CustomGradient:
         args = [convert_to_tensor(a) for a in args]
         variables_before = _variable_ids(graph)
         result, grad_fn = self._f(*args)
-        if _variable_ids(graph) - variables_before:
+        use_resource = bool(getattr(get_variable_scope(), "use_resource", None))
+        if _variable_ids(graph) - variables_before and not use_resource:
             raise TypeError("All variables used by a function wrapped with @custom_gradient must be "
                             "`ResourceVariable`s. Ensure that no `variable_scope` is created with "
                             "`use_resource=False`.")
-        _check_variables_argument(grad_fn)
         flat_result = list(result) if isinstance(result, (list, tuple)) else [result]
-        n_results = len(flat_result)
+        variables = get_dependent_variables(args, flat_result)
+        _check_variables_argument(grad_fn, variables, use_resource)
+        n_results, n_args = len(flat_result), len(args)
         grad_name = f"CustomGradient-{next(_custom_gradient_ids)}"
 
         @RegisterGradient(grad_name)
         def _grad(unused_op, *result_grads):
-            input_grads = grad_fn(*result_grads[:n_results])
-            input_grads = list(input_grads) if isinstance(input_grads, (list, tuple)) else [input_grads]
-            return [None] * n_results + input_grads
+            if not variables:
+                return [None] * n_results + _as_list(grad_fn(*result_grads[:n_results]))
+            input_grads, variable_grads = grad_fn(*result_grads[:n_results], variables=variables)
+            if len(variable_grads) != len(variables):
+                raise ValueError("Must return gradient for each variable from @custom_gradient grad_fn.")
+            return [None] * n_results + _as_list(input_grads)[:n_args] + list(variable_grads)
 
         with graph.gradient_override_map({"IdentityN": grad_name}):
-            outputs = array_ops.identity_n(flat_result + args)[:n_results]
+            outputs = array_ops.identity_n(flat_result + args + [v.value() for v in variables])[:n_results]
         if isinstance(result, (list, tuple)):
             return type(result)(outputs)
         return outputs[0]
@@ -342,12 +354,15 @@ def _variable_ids(graph) -> set:
             for v in graph.get_collection(key)}
 
 
-def _check_variables_argument(grad_fn) -> None:
-    """TF hands resource variables read by f to grad_fn(..., variables=...); adplace's reference variables are not
-    captured that way, so a grad_fn expecting them is TF's error outside a use_resource scope."""
+def _check_variables_argument(grad_fn, variables: list, use_resource: bool) -> None:
+    """TF's rules: variables f reads (not through its arguments) reach grad_fn as `variables=`, so grad_fn must
+    take that keyword; a grad_fn that takes it while f reads none is an error outside a use_resource scope."""
     params = inspect.signature(grad_fn).parameters.values()
     wants_variables = any(p.name == "variables" or p.kind is p.VAR_KEYWORD for p in params)
-    if wants_variables and not getattr(get_variable_scope(), "use_resource", None):
+    if variables and not wants_variables:
+        raise TypeError("If using @custom_gradient with a function that uses variables, then grad_fn must accept "
+                        "a keyword argument 'variables'.")
+    if wants_variables and not variables and not use_resource:
         raise TypeError("If using @custom_gradient with a function that uses variables, the enclosing variable "
                         "scope must have use_resource=True.")
 

@@ -20,6 +20,10 @@ from adplace.ops.reduction_ops import (argmax, argmin, count_nonzero, reduce_all
 from adplace.ops.segment_ops import unsorted_segment_sum
 from adplace.ops.reduction_ops import reduce_euclidean_norm
 from adplace.ops.math_ops import conj
+from adplace.ops.indexed_slices_ops import scalar_mul
+from adplace.ops.segment_ops import (segment_max, segment_mean, segment_min, segment_prod, segment_sum,
+                                     unsorted_segment_max, unsorted_segment_mean, unsorted_segment_min,
+                                     unsorted_segment_prod, unsorted_segment_sqrt_n)
 
 mod = floormod
 
@@ -35,3 +39,6 @@ __all__ += ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cosh", 
             "expm1", "lgamma", "log_sigmoid", "polygamma", "realdiv", "rint", "round", "sinh", "top_k", "truncatediv",
             "truncatemod"]
 __all__ += ["conj", "reduce_euclidean_norm"]
+__all__ += ["scalar_mul", "segment_max", "segment_mean", "segment_min", "segment_prod", "segment_sum",
+            "unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min", "unsorted_segment_prod",
+            "unsorted_segment_sqrt_n"]

@@ -9,6 +9,7 @@ from adplace.ops.candidate_sampling_ops import (compute_accidental_hits, fixed_u
 from adplace.ops.nn_impl import (dropout, l2_normalize, log_poisson_loss, nce_loss, sampled_softmax_loss,
                                  sigmoid_cross_entropy_with_logits, weighted_cross_entropy_with_logits, xw_plus_b)
 from adplace.ops.nn_ops import crelu
+from adplace.ops.embedding_ops import embedding_lookup, embedding_lookup_sparse
 from adplace.ops.nn_impl import pool
 from adplace.ops.nn_ops import (elu, in_top_k, l2_loss, leaky_relu, log_softmax, relu6, selu, softmax, softplus,
                                 softsign)

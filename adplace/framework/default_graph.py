@@ -91,6 +91,24 @@ def control_dependencies(control_inputs):
     return get_default_graph().control_dependencies(control_inputs)
 
 
+@contextlib.contextmanager
+def init_scope():
+    """Build ops as outside any control flow (tf.init_scope; graph mode): on the default graph, with the
+    control dependencies of enclosing blocks cleared, keeping the name scope and the device scopes.
+
+    TF uses it to lift variable initializers out of function bodies; adplace builds no function graphs, so only the
+    control dependencies change.
+
+        with tf.name_scope("layer"), tf.control_dependencies([step]):
+            with tf.init_scope():
+                c = tf.constant(0.0, name="c")     # c.name == "layer/c:0"; c.op.control_inputs == []
+    """
+    graph = get_default_graph()
+    scope = graph.get_name_scope()
+    with graph.as_default(), graph.name_scope(scope + "/" if scope else ""), graph.control_dependencies(None):
+        yield
+
+
 def add_to_collection(name: str, value) -> None:
     get_default_graph().add_to_collection(name, value)
 

@@ -235,15 +235,28 @@ def build_kernel(op, state: DeviceState, base_ctx) -> Callable:
     """The kernel of `op` on a CUDA device: the array kernel built with CuPy, launched on the device's stream.
 
     Ops selected by a host-memory dtype (int32 shapes and arithmetic) run the NumPy kernel on host values, as TF's
-    HostMemory kernels do; device inputs they get are copied back first.
+    HostMemory kernels do; device inputs they get are copied back first, and their outputs of device dtypes (an
+    int32 cast to int64, a comparison's bool) are uploaded, so GPU consumers always get CuPy arrays.
     """
     factory = kernel_factory(op._type, "GPU")
     if on_host(kernel_dtype(op)):
         host_fn = factory(op, base_ctx)
-        return lambda *args: host_fn(*[to_host(a) for a in args])
+        uploads = {i: upload_kernel(state) for i, t in enumerate(op._outputs) if not on_host(t._dtype)}
+        if not uploads:
+            return lambda *args: host_fn(*[to_host(a) for a in args])
+        return _uploading_outputs(host_fn, uploads, len(op._outputs))
     with state.cuda, state.stream:
         fn = factory(op, GPUKernelContext(base_ctx, state))
     return state.launcher(fn, op)
+
+
+def _uploading_outputs(host_fn: Callable, uploads: dict, n_outputs: int) -> Callable:
+    def run(*args):
+        result = host_fn(*[to_host(a) for a in args])
+        if n_outputs == 1:
+            return uploads[0](result)
+        return tuple(uploads[i](value) if i in uploads else value for i, value in enumerate(result))
+    return run
 
 
 # --- transfers ----------------------------------------------------------------------------------------------------

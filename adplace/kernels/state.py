@@ -1,6 +1,7 @@
 """Kernels of the variable ops (adplace.ops.state_ops: VariableV2, Assign, AssignAdd, ...) and the training ops
 (adplace.ops.training_ops: ApplyGradientDescent, ApplyAdam, ...). Every store goes through the variable's cell,
-journaled, so a failed step can be undone; same conventions as adplace.kernels.cpu."""
+journaled, so a failed step can be undone; same conventions as adplace.kernels.cpu. The sparse writes (Scatter*,
+SparseApply*, CountUpTo) build on `storing_kernel` and `_training_kernel` in adplace.kernels.scatter."""
 from __future__ import annotations
 
 import functools
@@ -113,29 +114,27 @@ def _initialized_value(op, ctx):
 
 
 # --- training_ops ---------------------------------------------------------------------------------------------------
-def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: str = "grad"):
+def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: str = "grad", by_rows=None):
     """A training-op kernel (ApplyAdam, ...): check the var/slot cells and the inputs as training_ops.cc does, compute
     `update(xp, attrs, *ref_values, *values) -> new ref values` with the device's array module, then store the new
-    arrays (never written in place: fetched values may alias them), journaled. With `use_locking` every variable's
-    lock is held, in the cells' global order, from the first read to the last store (TF's
-    MaybeLockVariableInputMutexesInOrder); without it each store is whole but updates may race (Hogwild).
+    arrays, as `storing_kernel` does. A sparse op (SparseApplyAdagrad, ...) passes `by_rows(xp, op, step) -> step`,
+    which applies the dense step to the rows its `indices` input names and checks the gradient's shape itself.
     Returns the variable's new value."""
     n_refs = len(ref_names)
     grad_at = value_names.index(grad_name)
-    scalars = tuple((i, arg) for i, arg in enumerate(value_names) if i != grad_at)
-    same_shape_names = ref_names[1:] + (grad_name,)
+    scalars = tuple((i, arg) for i, arg in enumerate(value_names) if arg not in (grad_name, "indices"))
+    same_shape_names = ref_names[1:] + ((grad_name,) if by_rows is None else ())
 
     def factory(op, ctx):
         ref_ops = [ref_variable(t) for t in op._inputs[:n_refs]]
-        cells = [ctx.variable(var_op) for var_op in ref_ops]
-        steps, xp = ctx.steps, ctx.xp
+        xp = ctx.xp
         step = functools.partial(update, xp, op._attrs)
         if op._attrs["T"] is _dtypes.bfloat16:  # NumPy promotes bfloat16 * 0.5 to float32: store bfloat16 again
             step = functools.partial(_rounded_to, _dtypes.bfloat16.as_numpy_dtype, step)
-        locks = [cell.lock for cell in sorted(set(cells), key=_cell_order)]
+        if by_rows is not None:
+            step = by_rows(xp, op, step)
 
-        def new_values(values):
-            olds = [cell.value for cell in cells]
+        def new_values(olds, values):
             for var_op, old in zip(ref_ops, olds):
                 if old is None:
                     raise FailedPreconditionError(None, op, f"Attempting to use uninitialized variables: {var_op.name}")
@@ -148,20 +147,32 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
                     raise InvalidArgumentError(None, op, f"var and {arg} do not have the same shape"
                                                f"{dims_text(var_shape)} {dims_text(xp.shape(value))}")
             return step(*olds, *values)
-
-        if _use_locking(op, default=False):
-            def apply_locked(*values):
-                return _holding(locks, _update_cells, cells, new_values, values, steps.slot.journal)
-            return apply_locked
-
-        def apply(*values):
-            news = new_values(values)
-            journal = steps.slot.journal
-            for cell, new in zip(cells, news):
-                cell.write(new, journal)
-            return news[0]
-        return apply
+        return storing_kernel(op, ctx, ref_ops, new_values)
     return factory
+
+
+def storing_kernel(op, ctx, ref_ops: list, new_values):
+    """The kernel of an op that rewrites variables: `new_values(old values, inputs) -> new arrays`, one per variable
+    of `ref_ops`, stored journaled (a failed step is undone) and never written in place (fetched values may alias
+    them). With `use_locking` every variable's lock is held, in the cells' global order, from the first read to the
+    last store (TF's MaybeLockVariableInputMutexesInOrder); without it each store is whole but updates may race
+    (Hogwild). Returns the first variable's new value."""
+    cells = [ctx.variable(var_op) for var_op in ref_ops]
+    steps = ctx.steps
+    if _use_locking(op, default=False):
+        locks = [cell.lock for cell in sorted(set(cells), key=_cell_order)]
+
+        def apply_locked(*values):
+            return _holding(locks, _update_cells, cells, new_values, values, steps.slot.journal)
+        return apply_locked
+
+    def apply(*values):
+        news = new_values([cell.value for cell in cells], values)
+        journal = steps.slot.journal
+        for cell, new in zip(cells, news):
+            cell.write(new, journal)
+        return news[0]
+    return apply
 
 
 def _cell_order(cell) -> int:
@@ -169,7 +180,7 @@ def _cell_order(cell) -> int:
 
 
 def _update_cells(cells: list, new_values, values, journal):
-    news = new_values(values)
+    news = new_values([cell.value for cell in cells], values)
     for cell, new in zip(cells, news):
         cell.store(new, journal)
     return news[0]

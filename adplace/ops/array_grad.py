@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework.default_graph import get_default_graph
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.ops import array_ops, math_ops, reduction_ops, segment_ops, selection_ops, slicing_ops
 from adplace.ops.array_ops import reshape, shape, shape_internal
@@ -116,13 +118,14 @@ def _dim_of(t, axis: int):
 
 @RegisterGradient("GatherV2")
 def _gather_grad(op, grad):
-    """A dense gradient: the slices of `grad` summed into the rows they were gathered from (UnsortedSegmentSum).
-
-    For axis != 0 the indices' dimensions of `grad` are moved to the front, summed, and the result moved back.
-    """
+    """Along axis 0 an IndexedSlices: each gathered row's gradient, at the row it came from (never densified, so
+    an embedding's update touches only the rows looked up). Along another axis, or with batch dims, a dense sum
+    of the slices of `grad` into their rows (UnsortedSegmentSum), the indices' dimensions moved to the front."""
     params, indices, axis_t = op._inputs
     axis, p_rank, i_rank = constant_value(axis_t), params._shape.ndims, indices._shape.ndims
     batch_dims = op._attrs.get("batch_dims", 0)
+    if axis is not None and int(axis) == 0 and not batch_dims:
+        return [_gather_rows_grad(params, indices, grad), None, None]
     if axis is None or p_rank is None or ((int(axis) % p_rank != 0 or batch_dims) and i_rank is None):
         raise ValueError(f"The gradient of {op.name!r} (GatherV2) needs a constant axis and params and indices of "
                          "known rank; give them static shapes (tf.reshape or a placeholder shape).")
@@ -135,6 +138,20 @@ def _gather_grad(op, grad):
     summed = segment_ops.unsorted_segment_sum(array_ops.transpose(grad, front), indices, _dim_of(params, axis))
     back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, p_rank))
     return [array_ops.transpose(summed, back), None, None]
+
+
+def _gather_rows_grad(params, indices, grad) -> IndexedSlices:
+    """TF's axis-0 gather gradient: values = grad reshaped to [size(indices)] + params.shape[1:], indices
+    flattened, dense_shape = shape(params) computed next to params."""
+    with get_default_graph().colocate_with(params.op):
+        params_shape = shape(params)
+    if params._shape.is_fully_defined() and indices._shape.is_fully_defined():
+        size = indices._shape.num_elements()
+        return IndexedSlices(reshape(grad, [size] + params._shape.as_list()[1:]), reshape(indices, [size]),
+                             params_shape)
+    size = array_ops.expand_dims(array_ops.size(indices), 0)
+    values = reshape(grad, array_ops.concat([size, params_shape[1:]], 0))
+    return IndexedSlices(values, reshape(indices, size), params_shape)
 
 
 def _batch_gather_grad(params, indices, grad, axis: int, batch_dims: int):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Tensor
 from adplace.ops import array_ops, math_ops, nn_ops, reduction_ops, selection_ops
 from adplace.ops.constant_op import constant
@@ -24,26 +25,36 @@ def clip_by_value(t, clip_value_min, clip_value_max, name: str | None = None) ->
       ValueError: the bounds would broadcast `t` to a larger shape ("Shapes (2,) and (2, 2) are not compatible").
     """
     with name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as scope:
-        t = convert_to_tensor(t, name="t")
-        t_min = math_ops.minimum(t, clip_value_max)
-        t.shape.merge_with(t_min.shape)  # TF's guard against the bounds broadcasting t to a larger shape
+        values = convert_to_tensor(_values_of(t), name="t")
+        t_min = math_ops.minimum(values, clip_value_max)
+        values.shape.merge_with(t_min.shape)  # TF's guard against the bounds broadcasting t to a larger shape
         clipped = math_ops.maximum(t_min, clip_value_min, name=scope)
-        t.shape.merge_with(clipped.shape)
-        return clipped
+        values.shape.merge_with(clipped.shape)
+        return _like(t, clipped)
 
 
 def clip_by_norm(t, clip_norm, axes=None, name: str | None = None) -> Tensor:
     """`t` scaled so its L2 norm (over `axes`, all when None) is at most `clip_norm` (tf.clip_by_norm):
     t * clip_norm / max(l2norm(t), clip_norm). A zero tensor stays zero (no NaN, and a NaN-free gradient)."""
     with name_scope(name, "clip_by_norm", [t, clip_norm]) as scope:
-        t = convert_to_tensor(t, name="t")
-        l2sum = reduction_ops.reduce_sum(t * t, axes, keepdims=True)
+        values = convert_to_tensor(_values_of(t), name="t")
+        l2sum = reduction_ops.reduce_sum(values * values, axes, keepdims=True)
         positive = math_ops.greater(l2sum, 0)
         l2sum_safe = selection_ops.where(positive, l2sum, array_ops.ones_like(l2sum))
         l2norm = selection_ops.where(positive, math_ops.sqrt(l2sum_safe), l2sum)
-        intermediate = t * clip_norm
-        t.shape.merge_with(intermediate.shape)
-        return array_ops.identity(intermediate / math_ops.maximum(l2norm, clip_norm), name=scope)
+        intermediate = values * clip_norm
+        values.shape.merge_with(intermediate.shape)
+        return _like(t, array_ops.identity(intermediate / math_ops.maximum(l2norm, clip_norm), name=scope))
+
+
+def _values_of(t):
+    """The values clipping acts on: an IndexedSlices' rows (its absent rows are zero), else `t` itself."""
+    return t.values if isinstance(t, IndexedSlices) else t
+
+
+def _like(t, values):
+    """`values` in the form of `t`: an IndexedSlices with t's indices, or the tensor."""
+    return IndexedSlices(values, t.indices, t.dense_shape) if isinstance(t, IndexedSlices) else values
 
 
 def _checked_list(t_list) -> list:
@@ -60,7 +71,7 @@ def global_norm(t_list, name: str | None = None) -> Tensor:
     """
     t_list = _checked_list(t_list)
     with name_scope(name, "global_norm", t_list):
-        values = [convert_to_tensor(t, name=f"t_{i}") for i, t in enumerate(t_list) if t is not None]
+        values = [convert_to_tensor(_values_of(t), name=f"t_{i}") for i, t in enumerate(t_list) if t is not None]
         half_squared_norm = reduction_ops.reduce_sum(array_ops.stack([nn_ops.l2_loss(v) for v in values]))
         return math_ops.sqrt(half_squared_norm * constant(2.0, dtype=half_squared_norm.dtype), name="global_norm")
 
@@ -86,8 +97,9 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: str | None = Non
             if t is None:
                 clipped.append(None)
                 continue
-            t = convert_to_tensor(t, name=f"t_{i}")
-            clipped.append(array_ops.identity(t * math_ops.cast(scale, t.dtype), name=f"{scope}_{i}"))
+            values = convert_to_tensor(_values_of(t), name=f"t_{i}")
+            scaled = array_ops.identity(values * math_ops.cast(scale, values.dtype), name=f"{scope}_{i}")
+            clipped.append(_like(t, scaled))
         return clipped, use_norm
 
 

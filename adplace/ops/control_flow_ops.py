@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 
 from adplace.framework.default_graph import colocate_with, control_dependencies, device, name_scope
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import register_op
 from adplace.ops import array_ops
@@ -48,9 +49,13 @@ def _no_op_on(dev: str, deps: list, name: str | None) -> Operation:
 
 
 def with_dependencies(dependencies, output_tensor: Tensor, name: str | None = None) -> Tensor:
-    """`output_tensor`'s value, available only after `dependencies` ran (an Identity colocated with it)."""
+    """`output_tensor`'s value, available only after `dependencies` ran (an Identity colocated with it); for an
+    IndexedSlices its values are gated and it stays sparse."""
     with name_scope(name, "control_dependency", list(dependencies) + [output_tensor]) as scope:
         with colocate_with(output_tensor.op), control_dependencies(dependencies):
+            if isinstance(output_tensor, IndexedSlices):
+                return IndexedSlices(array_ops.identity(output_tensor.values, name=scope), output_tensor.indices,
+                                     output_tensor.dense_shape)
             return array_ops.identity(output_tensor, name=scope)
 
 

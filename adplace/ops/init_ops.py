@@ -17,6 +17,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Tensor
 from adplace.ops import array_ops, constant_op, linalg_ops, random_ops, variables
+from adplace.ops.slicing_ops import slice_
 
 
 def _assert_float_dtype(dtype) -> _dtypes.DType:
@@ -224,7 +225,7 @@ class Identity(Initializer):
         dtype = self.dtype if dtype is None else _dtypes.as_dtype(dtype)
         initializer = linalg_ops.eye(*full_shape, dtype=dtype)
         if partition_info is not None:
-            initializer = array_ops.slice(initializer, partition_info.var_offset, list(shape))
+            initializer = slice_(initializer, partition_info.var_offset, list(shape))
         return self.gain * initializer
 
     def get_config(self) -> dict:

@@ -11,7 +11,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import broadcast_reduction_axes
-from adplace.ops import array_ops, broadcast_ops, logical_ops, math_ops, reduction_ops, selection_ops, slicing_ops
+from adplace.ops import array_ops, broadcast_ops, logical_ops, math_ops, reduction_ops
 from adplace.ops.array_ops import reshape, shape, shape_internal
 from adplace.ops.selection_ops import where
 from adplace.ops.constant_op import constant
@@ -416,21 +416,6 @@ def _cast_grad(op, grad):
     return [cast(grad, src) if src in differentiable and dst in differentiable else None]
 
 
-# --- UnsortedSegmentSum --------------------------------------------------------------------------------------------
-@RegisterGradient("UnsortedSegmentSum")
-def _unsorted_segment_sum_grad(op, grad):
-    """Each data element gets the gradient of its segment's row; elements with a negative (dropped) id get zero."""
-    ids = op._inputs[1]
-    gathered = slicing_ops.gather(grad, math_ops.maximum(ids, 0))
-    kept = math_ops.greater_equal(ids, 0)
-    g_rank, i_rank = gathered._shape.ndims, ids._shape.ndims
-    if g_rank is not None and i_rank is not None:
-        kept = reshape(kept, array_ops.concat([shape(ids), [1] * (g_rank - i_rank)], 0) if g_rank > i_rank
-                       else shape(ids))
-    else:
-        ones = array_ops.fill(array_ops.expand_dims(array_ops.rank(gathered) - array_ops.rank(ids), 0), 1)
-        kept = reshape(kept, array_ops.concat([shape(ids), ones], 0))
-    return [selection_ops.where_v2(kept, gathered, array_ops.zeros([], dtype=grad.dtype.base_dtype)), None, None]
 for _op_type in (("ArgMax", "ArgMin", "LogicalNot", "Invert", "Any", "All") + logical_ops.LOGICAL_BINARY_OPS +
                  logical_ops.BITWISE_BINARY_OPS + math_ops.PREDICATE_OPS):
     NotDifferentiable(_op_type)

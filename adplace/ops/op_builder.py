@@ -11,7 +11,8 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.graph import get_default_graph
 from adplace.framework.operation import Operation, Tensor
-from adplace.framework.tensor_shape import TensorShape, dims_text, unknown_shape
+from adplace.framework.tensor_shape import TensorShape, dims_text
+from adplace.framework.tensor_util import constant_value, shape_from_tensor  # noqa: F401 - ops import them from here
 
 SCALAR = TensorShape([])
 
@@ -78,33 +79,6 @@ def merged_shape(op_type: str, name: str, inputs) -> TensorShape:
                              f"{shapes_text(inputs)}.")
         merged = merged.merge_with(t._shape)
     return merged
-
-
-def constant_value(tensor: Tensor):
-    """The value of `tensor` if it is known when the graph is built: a Const, the Shape of a static shape, or an
-    Identity or Cast of such a value (TF's shape functions evaluate these small constant subgraphs too)."""
-    op = tensor._op
-    if op._type == "Const":
-        return op._attrs["value"]
-    if op._type == "Shape" and op._inputs[0]._shape.is_fully_defined():
-        return np.array(op._inputs[0]._shape.as_list(), dtype=op._attrs["out_type"].as_numpy_dtype)
-    if op._type == "ShapeN" and op._inputs[tensor._value_index]._shape.is_fully_defined():
-        return np.array(op._inputs[tensor._value_index]._shape.as_list(), dtype=op._attrs["out_type"].as_numpy_dtype)
-    if op._type == "Identity":
-        return constant_value(op._inputs[0])
-    if op._type == "Cast" and op._outputs[0]._dtype.base_dtype is not _dtypes.string:
-        value = constant_value(op._inputs[0])
-        return None if value is None else value.astype(op._outputs[0]._dtype.base_dtype.as_numpy_dtype)
-    return None
-
-
-def shape_from_tensor(tensor: Tensor) -> TensorShape:
-    """The static shape a shape-valued tensor describes (unknown dims where its value is unknown)."""
-    value = constant_value(tensor)
-    if value is not None:
-        return TensorShape([None if d < 0 else int(d) for d in np.reshape(value, [-1])])
-    dims = tensor._shape.as_tuple()
-    return unknown_shape(dims[0] if dims else None)
 
 
 def normalize_axis(axis: int, rank: int, name: str, op_type: str) -> int:

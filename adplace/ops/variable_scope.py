@@ -15,6 +15,7 @@ import copy
 import enum
 import functools
 import inspect
+import logging
 import threading
 
 from adplace.framework import dtypes as _dtypes
@@ -22,10 +23,16 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import (colocate_with, control_dependencies, get_collection, graph_of,
                                              name_scope)
 from adplace.framework.graph import GraphKeys, get_default_graph
+from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import as_shape
 from adplace.ops import init_ops
+from adplace.ops.partitioned_variables import PartitionedVariable, call_partitioner, iter_slices, slice_dim_and_num_slices
+from adplace.ops.partitioned_variables import PartitionInfo as _PartitionInfo
+from adplace.ops.slicing_ops import slice_
 from adplace.ops.variables import (Variable, VariableAggregation, VariableSynchronization,  # noqa: F401 - TF
                                    validate_synchronization_aggregation_trainable)  # exports both enums here too
+
+_log = logging.getLogger("adplace")
 
 _VARSTORE_KEY = ("__variable_store",)
 _VARSCOPESTORE_KEY = ("__varscope",)
@@ -62,6 +69,7 @@ class _VariableStore:
 
     def __init__(self):
         self._vars: dict[str, Variable] = {}
+        self._partitioned_vars: dict[str, PartitionedVariable] = {}
 
     def get_variable(self, name: str, shape=None, dtype=_dtypes.float32, initializer=None, regularizer=None,
                      reuse=None, trainable=None, collections=None, caching_device=None, partitioner=None,
@@ -70,11 +78,6 @@ class _VariableStore:
         """The variable `name`, created or reused according to `reuse`; see `get_variable`."""
         if custom_getter is not None and not callable(custom_getter):
             raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
-        if partitioner is not None and shape is not None and as_shape(shape).ndims == 0:
-            partitioner = None  # a scalar cannot be split: TF ignores the partitioner
-        if partitioner is not None:
-            raise NotImplementedError(f"get_variable({name!r}, partitioner=...): partitioned variables are not "
-                                      "supported; create the variable whole.")
         dtype = _dtypes.as_dtype(dtype).base_dtype
         synchronization, aggregation, trainable = validate_synchronization_aggregation_trainable(
             synchronization, aggregation, trainable, name)
@@ -84,20 +87,102 @@ class _VariableStore:
                          "validate_shape": validate_shape, "use_resource": use_resource,
                          "synchronization": synchronization, "aggregation": aggregation}
         if custom_getter is None:
-            return self._get_single_variable(**getter_kwargs, constraint=constraint)
+            return self._true_getter(**getter_kwargs, constraint=constraint)
         if _accepts_keyword(custom_getter, "constraint"):
             getter_kwargs["constraint"] = constraint
         return custom_getter(getter=self._true_getter, **getter_kwargs)
 
     def _true_getter(self, name, shape=None, dtype=_dtypes.float32, initializer=None, regularizer=None, reuse=None,
                      trainable=None, collections=None, caching_device=None, partitioner=None, validate_shape=True,
-                     use_resource=None, constraint=None, synchronization=None, aggregation=None) -> Variable:
-        return self._get_single_variable(name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
-                                         caching_device, validate_shape, constraint, synchronization, aggregation)
+                     use_resource=None, constraint=None, synchronization=None, aggregation=None):
+        kwargs = {"shape": shape, "dtype": dtype, "initializer": initializer, "regularizer": regularizer,
+                  "reuse": reuse, "trainable": trainable, "collections": collections,
+                  "caching_device": caching_device, "validate_shape": validate_shape, "constraint": constraint,
+                  "synchronization": synchronization, "aggregation": aggregation}
+        is_scalar = shape is not None and as_shape(shape).ndims == 0  # a scalar cannot be split: no partitioner
+        if partitioner is not None and not is_scalar:
+            if not callable(partitioner):
+                raise ValueError(f"Partitioner must be callable, but received: {partitioner}")
+            with name_scope(None):
+                return self._get_partitioned_variable(name, partitioner, **kwargs)
+        if reuse is True and partitioner is None and name in self._partitioned_vars:
+            return self._get_partitioned_variable(name, None, **kwargs)
+        if f"{name}/part_0" in self._vars:
+            raise ValueError(f"No partitioner was provided, but a partitioned version of the variable was found: "
+                             f"{name}/part_0. Perhaps a variable of the same name was already created with "
+                             "partitioning?")
+        return self._get_single_variable(name, **kwargs)
+
+    def _get_partitioned_variable(self, name: str, partitioner, shape=None, dtype=_dtypes.float32, initializer=None,
+                                  reuse=None, **kwargs) -> PartitionedVariable:
+        """The PartitionedVariable `name`: its parts `name/part_<i>` created, or the stored one on reuse.
+
+        A callable initializer is called per part with the part's shape and a `partition_info`; a value (tensor,
+        array) is the whole variable's, sliced per part.
+        """
+        if name in self._vars:
+            raise ValueError(f"A partitioner was provided, but an unpartitioned version of the variable was found: "
+                             f"{name}.  Perhaps a variable of the same name was already created without "
+                             "partitioning?")
+        dtype = _dtypes.as_dtype(dtype)
+        shape = as_shape(shape)
+        if isinstance(initializer, Tensor):
+            shape = shape.merge_with(initializer.get_shape())
+        partitions = call_partitioner(partitioner, shape, dtype) if not reuse or partitioner else None
+        if name in self._partitioned_vars:
+            return self._existing_partitioned_variable(name, shape, dtype, partitions, reuse)
+        if reuse is True:
+            raise ValueError(f"PartitionedVariable {name} does not exist, or was not created with tf.get_variable(). "
+                             "Did you mean to set reuse=False or reuse=tf.AUTO_REUSE in VarScope?")
+        slice_dim, num_slices = slice_dim_and_num_slices(partitions)
+        if f"{name}/part_0" in self._vars:
+            found = (f"Partitioner returned a different partitioning than what was already found.  Partitioner "
+                     f"returned {num_slices} shards, and shard {name}/part_0 was found, but")
+            if f"{name}/part_{num_slices - 1}" not in self._vars:
+                raise ValueError(f"{found} {name}/part_{num_slices - 1} was not.")
+            if f"{name}/part_{num_slices}" in self._vars:
+                raise ValueError(f"{found} so was the extra shard {name}/part_{num_slices}.")
+        parts = []
+        for i, (var_offset, var_shape) in enumerate(iter_slices(shape.as_list(), num_slices, slice_dim)):
+            partition_info = _PartitionInfo(full_shape=shape.as_list(), var_offset=var_offset)
+            part_name = f"{name}/part_{i}"
+            init, init_shape = initializer, var_shape
+            if initializer is not None and not callable(initializer):  # the whole value: this part's slice of it
+                with name_scope(part_name + "/PartitionedInitializer"):
+                    whole = initializer if isinstance(initializer, Tensor) else convert_to_tensor(initializer, dtype)
+                    init, init_shape = slice_(whole, var_offset, var_shape), None
+                    dtype = init.dtype.base_dtype
+            with name_scope(None):
+                part = self._get_single_variable(part_name, shape=init_shape, dtype=dtype, initializer=init,
+                                                 partition_info=partition_info, reuse=reuse, **kwargs)
+            part._set_save_slice_info(Variable.SaveSliceInfo(name, shape.as_list(), var_offset, var_shape))
+            parts.append(part)
+        partitioned = PartitionedVariable(name=name, shape=shape, dtype=dtype, variable_list=parts,
+                                          partitions=partitions)
+        self._partitioned_vars[name] = partitioned
+        return partitioned
+
+    def _existing_partitioned_variable(self, name, shape, dtype, partitions, reuse) -> PartitionedVariable:
+        """The stored PartitionedVariable `name`, after TF's checks against what this call asked for."""
+        if reuse is False:
+            raise ValueError(f"Partitioned variable with name {name} already exists. Did you mean to set reuse=True "
+                             "or reuse=tf.AUTO_REUSE in VarScope?")
+        existing = self._partitioned_vars[name]
+        if not shape.is_compatible_with(existing.get_shape()):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified shape {shape} and found "
+                             f"shape {existing.get_shape()}.")
+        if not dtype.is_compatible_with(_dtypes.as_dtype(existing.dtype)):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified dtype {dtype.name} and "
+                             f"found dtype {_dtypes.as_dtype(existing.dtype).name}.")
+        if partitions is not None and list(existing._get_partitions()) != list(partitions):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified partitions {partitions} "
+                             f"and found partitions {existing._get_partitions()}.")
+        return existing
 
     def _get_single_variable(self, name, shape=None, dtype=_dtypes.float32, initializer=None, regularizer=None,
-                             reuse=None, trainable=None, collections=None, caching_device=None, validate_shape=True,
-                             constraint=None, synchronization=None, aggregation=None, **_unused) -> Variable:
+                             partition_info=None, reuse=None, trainable=None, collections=None, caching_device=None,
+                             validate_shape=True, constraint=None, synchronization=None, aggregation=None,
+                             **_unused) -> Variable:
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -127,7 +212,7 @@ class _VariableStore:
             if inspect.isclass(initializer):
                 initializer = initializer()
             if shape.is_fully_defined():
-                extra = {"partition_info": None} if _accepts_keyword(initializer, "partition_info") else {}
+                extra = {"partition_info": partition_info} if _accepts_keyword(initializer, "partition_info") else {}
                 init_val = functools.partial(initializer, shape.as_list(), dtype=dtype, **extra)
                 variable_dtype = dtype.base_dtype
             elif _needs_no_arguments(initializer):
@@ -243,6 +328,39 @@ class VariableScope:
                 partitioner=partitioner, validate_shape=validate_shape, use_resource=use_resource,
                 custom_getter=custom_getter, constraint=self._constraint if constraint is None else constraint,
                 synchronization=synchronization, aggregation=aggregation)
+
+    def _get_partitioned_variable(self, var_store: _VariableStore, name: str | None, shape=None, dtype=None,
+                                  initializer=None, regularizer=None, trainable=None, collections=None,
+                                  caching_device=None, partitioner=None, validate_shape=True, use_resource=None,
+                                  constraint=None, synchronization=None,
+                                  aggregation=None) -> PartitionedVariable:
+        """The partitioned variable `<scope>/<name>` (the scope's own name when `name` is empty), with this scope's
+        defaults; what create_partitioned_variables builds on.
+
+        Raises:
+          ValueError: the scope has a custom getter, or there is no partitioner.
+        """
+        initializer = self._initializer if initializer is None else initializer
+        regularizer = self._regularizer if regularizer is None else regularizer
+        constraint = self._constraint if constraint is None else constraint
+        caching_device = self._caching_device if caching_device is None else caching_device
+        partitioner = self._partitioner if partitioner is None else partitioner
+        if self._custom_getter is not None:
+            raise ValueError(f"Private access to _get_partitioned_variable is not allowed when a custom getter is "
+                             f"set.  Current custom getter: {self._custom_getter}.  It is likely that you're using "
+                             "create_partitioned_variables.  If so, consider instead using get_variable with a "
+                             "non-empty partitioner parameter instead.")
+        if partitioner is None:
+            raise ValueError("No partitioner was specified")
+        full_name = "/".join(part for part in (self.name, name) if part)
+        synchronization, aggregation, trainable = validate_synchronization_aggregation_trainable(
+            synchronization, aggregation, trainable, full_name)
+        with name_scope(None):
+            return var_store._get_partitioned_variable(
+                full_name, partitioner, shape=shape, dtype=self._dtype if dtype is None else dtype,
+                initializer=initializer, regularizer=regularizer, reuse=self.reuse, trainable=trainable,
+                collections=collections, caching_device=caching_device, validate_shape=validate_shape,
+                constraint=constraint, synchronization=synchronization, aggregation=aggregation)
 
 
 class _VariableScopeStore(threading.local):
@@ -532,3 +650,31 @@ def variable_creator_scope(variable_creator):
         if graph._variable_creator_stack is not new:
             raise RuntimeError("Exiting variable_creator_scope without proper nesting.")
         graph._variable_creator_stack = old
+
+
+def create_partitioned_variables(shape, slicing, initializer, dtype=_dtypes.float32, trainable: bool = True,
+                                 collections=None, name: str | None = None, reuse=None) -> list[Variable]:
+    """The parts of a new variable of `shape` cut as `slicing` says (parts per axis, more than one on at most one
+    axis), as a list of Variables (deprecated tf.create_partitioned_variables; use get_variable with a partitioner).
+
+    The whole variable is named by variable scope `name` (default "PartitionedVariable", made unique). A callable
+    `initializer` is called once per part with the part's shape; a tensor or array of the full shape is sliced.
+
+        vs = tf.create_partitioned_variables([13, 5], [3, 1], tf.zeros_initializer())
+        [v.name for v in vs]   # ["PartitionedVariable/part_0:0", ".../part_1:0", ".../part_2:0"]: 5, 4, 4 rows
+
+    Raises:
+      ValueError: `shape` and `slicing` differ in length, `shape` is a scalar, or `slicing` is invalid for it.
+    """
+    _log.warning("create_partitioned_variables is deprecated.  Use tf.get_variable with a partitioner set, or "
+                 "tf.get_partitioned_variable_list, instead.")
+    if len(shape) != len(slicing):
+        raise ValueError(f"The 'shape' and 'slicing' of a partitioned Variable must have the length: shape: {shape}, "
+                         f"slicing: {slicing}")
+    if len(shape) < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1: shape: {shape}")
+    with variable_scope(name, "PartitionedVariable", reuse=reuse):
+        partitioned = get_variable_scope()._get_partitioned_variable(
+            _get_default_variable_store(), None, shape=shape, dtype=dtype, initializer=initializer,
+            trainable=trainable, partitioner=lambda **unused_kwargs: slicing, collections=collections)
+    return list(partitioned)

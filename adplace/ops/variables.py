@@ -16,6 +16,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function
 from adplace.framework.default_graph import add_to_collections, colocate_with, get_collection, name_scope
 from adplace.framework.graph import GraphKeys, get_default_graph
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.session_stack import session_for
 from adplace.framework.tensor_shape import as_shape
@@ -26,6 +27,7 @@ from adplace.ops.control_flow_ops import group, no_op
 from adplace.ops.logical_ops import logical_not
 from adplace.ops.op_builder import apply_op_1
 from adplace.ops.selection_ops import boolean_mask
+from adplace.ops import variable_def as _variable_def
 
 
 class VariableSynchronization(enum.Enum):
@@ -88,6 +90,18 @@ def validate_synchronization_aggregation_trainable(synchronization, aggregation,
     return synchronization, aggregation, trainable
 
 
+def _scatter_method(scatter):
+    """A Variable method writing the rows of an IndexedSlices with `scatter` (tf.scatter_add, ...), as TF1's."""
+    def method(self, sparse_delta, use_locking=False, name=None):
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
+        return scatter(self._variable, sparse_delta.indices, sparse_delta.values, use_locking=use_locking, name=name)
+    method.__name__ = method.__qualname__ = scatter.__name__
+    method.__doc__ = (f"tf.{scatter.__name__}(self, sparse_delta.indices, sparse_delta.values); returns the ref "
+                      "after the write. Raises TypeError if `sparse_delta` is not an IndexedSlices.")
+    return method
+
+
 class _VariableMetaclass(type):
     """Routes `Variable(...)` through the graph's variable creators (tf.variable_creator_scope), innermost first;
     the last creator in the chain builds the variable."""
@@ -112,10 +126,14 @@ class Variable(metaclass=_VariableMetaclass):
                  caching_device=None, name: str | None = None, variable_def=None, dtype=None,
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
+        if variable_def is not None:  # a Variable over existing ops (Variable.from_proto)
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            _variable_def.init_from_proto(self, variable_def, import_scope,
+                                          validate_synchronization_aggregation_trainable)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
-        if variable_def is not None:
-            raise NotImplementedError("Variable(variable_def=...) is not supported: build variables in Python.")
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]
         if not isinstance(collections, (list, tuple, set)):
@@ -174,6 +192,26 @@ class Variable(metaclass=_VariableMetaclass):
     def get_shape(self):
         return self.shape
 
+    # --- slices of partitioned variables and VariableDef protos (adplace/ops/variable_def.py) -------------------
+    SaveSliceInfo = _variable_def.SaveSliceInfo
+    _save_slice_info = None  # a SaveSliceInfo when this variable is one part of a partitioned variable
+
+    def _set_save_slice_info(self, save_slice_info) -> None:
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self):
+        return self._save_slice_info
+
+    def to_proto(self, export_scope: str | None = None):
+        """This variable's VariableDef proto (op names without `export_scope`), or None when it is outside
+        `export_scope`. Needs TensorBoard (the `graph` extra)."""
+        return _variable_def.variable_to_proto(self, export_scope)
+
+    @staticmethod
+    def from_proto(variable_def, import_scope: str | None = None) -> "Variable":
+        """A Variable over the ops `variable_def` names in the default graph, prefixed by `import_scope`."""
+        return Variable(variable_def=variable_def, import_scope=import_scope)
+
     def _ref(self) -> Tensor:
         return self._variable
 
@@ -201,6 +239,28 @@ class Variable(metaclass=_VariableMetaclass):
 
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
         return state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
+
+    scatter_update = _scatter_method(state_ops.scatter_update)
+    scatter_add = _scatter_method(state_ops.scatter_add)
+    scatter_sub = _scatter_method(state_ops.scatter_sub)
+    scatter_mul = _scatter_method(state_ops.scatter_mul)
+    scatter_div = _scatter_method(state_ops.scatter_div)
+    scatter_min = _scatter_method(state_ops.scatter_min)
+    scatter_max = _scatter_method(state_ops.scatter_max)
+    batch_scatter_update = _scatter_method(state_ops.batch_scatter_update)
+
+    def scatter_nd_update(self, indices, updates, name=None):
+        return state_ops.scatter_nd_update(self._variable, indices, updates, use_locking=True, name=name)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        return state_ops.scatter_nd_add(self._variable, indices, updates, use_locking=True, name=name)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        return state_ops.scatter_nd_sub(self._variable, indices, updates, use_locking=True, name=name)
+
+    def count_up_to(self, limit):
+        """tf.count_up_to(self, limit): this scalar int variable's value before an atomic increment."""
+        return state_ops.count_up_to(self._variable, limit)
 
     def eval(self, session=None):
         return self._variable.eval(session=session)

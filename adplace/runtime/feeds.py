@@ -11,8 +11,9 @@ is described by its shape and dtype (or length), never printed.
 The converter runs once per fed value per run, so the common feed (an ndarray) takes a few cheap checks and one
 `astype`; everything that is diagnosed happens off that path.
 
-Feed keys are resolved once per feed signature (`feed_tensors`): a Tensor, a name (str or bytes), or a nested tuple
-of them whose value is a nested tuple of the same structure (TF's `nest.flatten_dict_items`):
+Feed keys are resolved once per feed signature (`feed_tensors`): a Tensor, a name (str or bytes), a composite (a
+SparseTensor fed a SparseTensorValue or an (indices, values, dense_shape) tuple), or a nested tuple of them whose value
+is a nested tuple of the same structure (TF's `nest.flatten_dict_items`):
 
     tensors, flatten = feed_tensors(graph, {(a, (b, c)): (va, (vb, vc))})   # [a, b, c]
     flatten({(a, (b, c)): (va, (vb, vc))})                                  # [va, vb, vc]
@@ -216,13 +217,15 @@ def _expansion(key):
 
 def _flat_items(feed_dict: Mapping, keys_only: bool = False) -> list[tuple]:
     """(key, value) pairs of `feed_dict` in flat order: a nested-tuple key takes its value apart the same way, and a
-    key of a registered type gives the pairs its function returns. With `keys_only` the values of nested-tuple keys
-    are not taken apart (they are None): make_callable resolves its feed keys before it has values."""
+    key of a registered type (a SparseTensor or IndexedSlices too) gives the pairs its function returns. With
+    `keys_only` the values are not taken apart (they are None): make_callable resolves its feed keys before it has
+    values."""
     items = []
     for key, value in feed_dict.items():
         expand = _expansion(key)
         if expand is not None:
-            items.extend(expand(key, value))
+            keys = registered_expansion(key, 3) if keys_only else None  # the tensors, without taking a value apart
+            items.extend([(k, None) for k in keys(key)] if keys is not None else expand(key, value))
         elif isinstance(key, tuple):
             flat_keys = flatten(key)
             flat_values = [None] * len(flat_keys) if keys_only else flatten(value)

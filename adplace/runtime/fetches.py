@@ -5,16 +5,21 @@ a plan returns.
     mapper = FetchMapper(graph, {"loss": loss, "step": [train_op]})
     mapper.elements                      # [loss, train_op]: what the plan computes
     mapper.build([0.25])                 # {"loss": 0.25, "step": [None]}
+
+Composite tensors (tf.SparseTensor, tf.IndexedSlices) are registered here as TF registers them: fetched as their
+value type (SparseTensorValue, IndexedSlicesValue) and fed from one, or from any tuple in its field order.
 """
 from __future__ import annotations
 
 import collections
 from collections.abc import Mapping
 
+from adplace.framework.composite import CompositeTensor
 from adplace.framework.operation import Operation, Tensor
 
 
-# (type, fetch_function, feed_function, feed_function_for_partial_run), newest first (TF's _REGISTERED_EXPANSIONS).
+# (type, fetch_function, feed_function, feed_function_for_partial_run), newest first (TF's _REGISTERED_EXPANSIONS);
+# the composite tensors' entry (registered below) comes last.
 REGISTERED_EXPANSIONS: list[tuple] = []
 
 
@@ -44,6 +49,40 @@ def registered_expansion(obj, position: int):
         if isinstance(obj, expansion[0]):
             return expansion[position]
     return None
+
+
+def _composite_fetch(composite: CompositeTensor) -> tuple[list, object]:
+    """The component tensors to fetch (an absent one, e.g. a None dense_shape, is skipped) and how to build the value
+    type from their values (None where a component is absent)."""
+    components = composite._components()
+    present = [c for c in components if c is not None]
+    if len(present) == len(components):
+        return present, composite._value_from
+
+    def contract(values):
+        fetched = iter(values)
+        return composite._value_from([None if c is None else next(fetched) for c in components])
+    return present, contract
+
+
+def _composite_feed(composite: CompositeTensor, value) -> list[tuple]:
+    """(component, value) pairs for a fed composite: `value` is its value type or a tuple in that field order; the
+    value of an absent component is dropped (so an IndexedSlices without dense_shape takes (values, indices))."""
+    components = composite._components()
+    present = sum(c is not None for c in components)
+    expected = f"a {composite._value_type.__name__} or a tuple " \
+        f"({', '.join(f for f, c in zip(composite._value_type._fields, components) if c is not None)})"
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"The value fed for {type(composite).__name__} {composite!r} must be {expected}, got "
+                        f"{type(value).__name__}.")
+    if len(value) not in (present, len(components)):
+        raise ValueError(f"The value fed for {type(composite).__name__} {composite!r} must be {expected}, got a "
+                         f"{type(value).__name__} of {len(value)} elements.")
+    return [(c, v) for c, v in zip(components, value) if c is not None]
+
+
+def _composite_partial_feeds(composite: CompositeTensor) -> list:
+    return [c for c in composite._components() if c is not None]
 
 
 def _attrs_fields(cls) -> tuple | None:
@@ -129,6 +168,10 @@ class FetchMapper:
 
     def build(self, flat: list):
         return self._build(flat)
+
+
+register_session_run_conversion_functions(CompositeTensor, _composite_fetch, _composite_feed,
+                                          _composite_partial_feeds)
 
 
 def _filled(mapping, keys: list, builders: list, values: list):

@@ -1,6 +1,7 @@
 """tf.train.AdagradOptimizer: per-coordinate steps lr / sqrt(sum of squared gradients) (Duchi et al., 2011)."""
 from __future__ import annotations
 
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
 from adplace.ops import array_ops, init_ops, math_ops, training_ops
 from adplace.ops.constant_op import constant
@@ -41,3 +42,8 @@ class AdagradOptimizer(Optimizer):
         lr = math_ops.cast(self._learning_rate_tensor, var.dtype.base_dtype)
         return training_ops.apply_adagrad(var, self.get_slot(var, "accumulator"), lr, grad,
                                           use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Operation:
+        lr = math_ops.cast(self._learning_rate_tensor, var.dtype.base_dtype)
+        return training_ops.sparse_apply_adagrad(var, self.get_slot(var, "accumulator"), lr, grad.values,
+                                                 grad.indices, use_locking=self._use_locking).op

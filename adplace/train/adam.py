@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from adplace.framework.default_graph import colocate_with, control_dependencies
 from adplace.framework.graph import get_default_graph
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
-from adplace.ops import control_flow_ops, math_ops, training_ops
+from adplace.ops import control_flow_ops, math_ops, state_ops, training_ops
 from adplace.ops.variables import Variable
 from adplace.train.optimizer import Optimizer
 
@@ -52,6 +53,26 @@ class AdamOptimizer(Optimizer):
             math_ops.cast(beta2_power, dtype), math_ops.cast(self._lr_t, dtype), math_ops.cast(self._beta1_t, dtype),
             math_ops.cast(self._beta2_t, dtype), math_ops.cast(self._epsilon_t, dtype), grad,
             use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Operation:
+        """TF1's non-lazy sparse Adam: every row of m and v decays (m *= beta1, v *= beta2) and the gradient rows
+        are added to theirs (ScatterAdd), then the whole variable moves, so rows without a gradient still step."""
+        dtype = var.dtype.base_dtype
+        beta1_power, beta2_power = (math_ops.cast(p, dtype) for p in self._get_beta_accumulators())
+        lr_t, beta1_t, beta2_t, epsilon_t = (math_ops.cast(t, dtype) for t in (self._lr_t, self._beta1_t,
+                                                                               self._beta2_t, self._epsilon_t))
+        lr = lr_t * math_ops.sqrt(1 - beta2_power) / (1 - beta1_power)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_t = state_ops.assign(m, m * beta1_t, use_locking=self._use_locking)
+        with control_dependencies([m_t]):
+            m_t = state_ops.scatter_add(m, grad.indices, grad.values * (1 - beta1_t), use_locking=self._use_locking)
+        v_t = state_ops.assign(v, v * beta2_t, use_locking=self._use_locking)
+        with control_dependencies([v_t]):
+            v_t = state_ops.scatter_add(v, grad.indices, (grad.values * grad.values) * (1 - beta2_t),
+                                        use_locking=self._use_locking)
+        var_update = state_ops.assign_sub(var, lr * m_t / (math_ops.sqrt(v_t) + epsilon_t),
+                                          use_locking=self._use_locking)
+        return control_flow_ops.group(var_update, m_t, v_t)
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
         with control_dependencies(update_ops):

@@ -1,8 +1,9 @@
 """tf.train.GradientDescentOptimizer: var -= learning_rate * grad, one ApplyGradientDescent per variable."""
 from __future__ import annotations
 
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
-from adplace.ops import math_ops, training_ops
+from adplace.ops import math_ops, state_ops, training_ops
 from adplace.ops.variables import Variable
 from adplace.train.optimizer import Optimizer
 
@@ -24,3 +25,8 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad: Tensor, var: Variable) -> Operation:
         lr = math_ops.cast(self._learning_rate_tensor, var.dtype.base_dtype)
         return training_ops.apply_gradient_descent(var, lr, grad, use_locking=self._use_locking).op
+
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Variable) -> Operation:
+        """var[indices] -= lr * values, repeated indices each applied (ScatterSub), as TF: no deduplication."""
+        lr = math_ops.cast(self._learning_rate_tensor, var.dtype.base_dtype)
+        return state_ops.scatter_sub(var, grad.indices, grad.values * lr, use_locking=self._use_locking).op

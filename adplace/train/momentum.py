@@ -1,6 +1,7 @@
 """tf.train.MomentumOptimizer: accum = momentum * accum + grad; var -= lr * accum (or its Nesterov form)."""
 from __future__ import annotations
 
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
 from adplace.ops import math_ops, training_ops
 from adplace.ops.variables import Variable
@@ -35,4 +36,11 @@ class MomentumOptimizer(Optimizer):
         return training_ops.apply_momentum(
             var, self.get_slot(var, "momentum"), math_ops.cast(self._learning_rate_tensor, dtype), grad,
             math_ops.cast(self._momentum_tensor, dtype), use_locking=self._use_locking,
+            use_nesterov=self._use_nesterov).op
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Operation:
+        dtype = var.dtype.base_dtype
+        return training_ops.sparse_apply_momentum(
+            var, self.get_slot(var, "momentum"), math_ops.cast(self._learning_rate_tensor, dtype), grad.values,
+            grad.indices, math_ops.cast(self._momentum_tensor, dtype), use_locking=self._use_locking,
             use_nesterov=self._use_nesterov).op

@@ -17,7 +17,9 @@ from adplace.framework.default_graph import colocate_with, control_dependencies,
 from adplace.framework.graph import GraphKeys, get_default_graph
 from adplace.framework.operation import Operation, Tensor
 from adplace.gradients import gradients
-from adplace.ops import control_flow_ops, state_ops
+from adplace.framework.indexed_slices import IndexedSlices
+from adplace.ops import array_ops, control_flow_ops, segment_ops, sort_ops, state_ops
+from adplace.ops.indexed_slices_ops import convert_to_tensor_or_indexed_slices
 from adplace.ops.variables import Variable, trainable_variables
 from adplace.train import slot_creator
 
@@ -33,6 +35,25 @@ def _flatten(values) -> list:
     if isinstance(values, (list, tuple)):
         return [leaf for item in values for leaf in _flatten(item)]
     return [values]
+
+
+def _deduplicate_indexed_slices(values: Tensor, indices: Tensor) -> tuple[Tensor, Tensor]:
+    """(values summed per distinct index, the distinct indices): TF's Optimizer._deduplicate_indexed_slices."""
+    unique_indices, new_index_positions = sort_ops.unique(indices)
+    summed = segment_ops.unsorted_segment_sum(values, new_index_positions, array_ops.shape(unique_indices)[0])
+    return summed, unique_indices
+
+
+def _variables_used_by(loss: Tensor) -> list[Variable]:
+    """The trainable variables `loss` reads, in trainable_variables order (what TF's tape would have watched)."""
+    reached, stack = set(), [loss.op]
+    while stack:
+        op = stack.pop()
+        if op not in reached:
+            reached.add(op)
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    return [v for v in trainable_variables() if v.op in reached]
 
 
 def _check_optimizable(var) -> Variable:
@@ -91,8 +112,10 @@ class Optimizer:
         Raises:
           ValueError: bad `gate_gradients`, no variables, or a loss/variable that is not a float type.
         """
-        if callable(loss):
-            raise NotImplementedError("compute_gradients(callable loss) is eager-mode only; pass a loss Tensor.")
+        if callable(loss):  # TF builds the loss under a tape; in a graph, calling it builds the loss ops
+            loss = loss()
+            if var_list is None:
+                var_list = _variables_used_by(loss)
         if gate_gradients not in (Optimizer.GATE_NONE, Optimizer.GATE_OP, Optimizer.GATE_GRAPH):
             raise ValueError(f"gate_gradients must be one of: Optimizer.GATE_NONE, Optimizer.GATE_OP, "
                              f"Optimizer.GATE_GRAPH.  Not {gate_gradients}")
@@ -136,7 +159,7 @@ class Optimizer:
         for g, v in grads_and_vars:
             if g is not None:
                 try:
-                    g = convert_to_tensor(g)
+                    g = convert_to_tensor_or_indexed_slices(g)
                 except TypeError as e:
                     raise TypeError(f"Gradient must be convertible to a Tensor or IndexedSlices, or None: {g}") from e
             converted.append((g, _check_optimizable(v)))
@@ -212,7 +235,20 @@ class Optimizer:
         """The op that completes a step once `update_ops` ran (subclasses add their own state updates)."""
         return control_flow_ops.group(*update_ops, name=name_scope)
 
-    def _update_op(self, grad: Tensor, var: Variable) -> Operation:
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Variable) -> Operation:
+        """Sum the rows of repeated indices, then _apply_sparse (which may assume unique indices)."""
+        values, indices = _deduplicate_indexed_slices(grad.values, grad.indices)
+        return self._apply_sparse(IndexedSlices(values, indices, grad.dense_shape), var)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Operation:
+        """Update only the rows `grad.indices` of `var` (unique indices); subclasses with slots implement it."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _apply_sparse")
+
+    def _update_op(self, grad, var: Variable) -> Operation:
+        if isinstance(grad, IndexedSlices):
+            if var.constraint is not None:
+                raise RuntimeError("Cannot use a constraint function on a sparse variable.")
+            return self._apply_sparse_duplicate_indices(grad, var)
         update_op = self._apply_dense(grad, var)
         if var.constraint is None:
             return update_op

@@ -2,6 +2,7 @@
 optionally centred (by the running mean of the gradient) and with momentum."""
 from __future__ import annotations
 
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
 from adplace.ops import array_ops, init_ops, math_ops, training_ops
 from adplace.ops.variables import Variable
@@ -42,12 +43,24 @@ class RMSPropOptimizer(Optimizer):
         self._momentum_tensor = self._hyper_tensor(self._momentum, "momentum")
         self._epsilon_tensor = self._hyper_tensor(self._epsilon, "epsilon")
 
+    def _hyper(self, dtype) -> list:
+        return [math_ops.cast(t, dtype) for t in (self._learning_rate_tensor, self._decay_tensor,
+                                                  self._momentum_tensor, self._epsilon_tensor)]
+
     def _apply_dense(self, grad: Tensor, var: Variable) -> Operation:
-        dtype = var.dtype.base_dtype
-        hyper = [math_ops.cast(t, dtype) for t in (self._learning_rate_tensor, self._decay_tensor,
-                                                   self._momentum_tensor, self._epsilon_tensor)]
+        hyper = self._hyper(var.dtype.base_dtype)
         rms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
         if self._centered:
             return training_ops.apply_centered_rms_prop(var, self.get_slot(var, "mg"), rms, mom, *hyper, grad,
                                                         use_locking=self._use_locking).op
         return training_ops.apply_rms_prop(var, rms, mom, *hyper, grad, use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Operation:
+        hyper = self._hyper(var.dtype.base_dtype)
+        rms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
+        if self._centered:
+            return training_ops.sparse_apply_centered_rms_prop(
+                var, self.get_slot(var, "mg"), rms, mom, *hyper, grad.values, grad.indices,
+                use_locking=self._use_locking).op
+        return training_ops.sparse_apply_rms_prop(var, rms, mom, *hyper, grad.values, grad.indices,
+                                                  use_locking=self._use_locking).op

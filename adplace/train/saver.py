@@ -21,12 +21,12 @@ import numpy as np
 from adplace.framework import errors
 from adplace.framework.default_graph import colocate_with, get_collection, name_scope
 from adplace.framework.graph import GraphKeys
-from adplace.framework.operation import Operation, Tensor
+from adplace.framework.operation import Operation
 from adplace.framework.tensor_shape import TensorShape, dims_text
 from adplace.ops import array_ops, state_ops
 from adplace.ops.control_flow_ops import group
-from adplace.ops.variables import Variable
 from adplace.progress import status
+from adplace.train import saveables
 from adplace.train.checkpoint_management import (CheckpointReader, checkpoint_exists, data_file,
                                                   get_checkpoint_mtimes, remove_checkpoint, update_checkpoint_state,
                                                   write_data_file)
@@ -37,42 +37,13 @@ _SAVEABLE_OBJECTS = "saveable_objects"  # TF's GraphKeys.SAVEABLE_OBJECTS
 
 
 # --- Saver -------------------------------------------------------------------------------------------------------
-def _variable_ref(var) -> Tensor:
-    """The VariableV2 ref tensor behind a Variable or a ref tensor; TypeError for anything else."""
-    ref = var._ref() if isinstance(var, Variable) else var
-    if not (isinstance(ref, Tensor) and ref.op.type == "VariableV2"):
-        raise TypeError(f"Variable to save is not a Variable: {var}")
-    return ref
-
-
-def _names_to_refs(var_list) -> dict[str, Tensor]:
-    """TF's op_list_to_dict: {checkpoint key: variable ref tensor}, with TF's errors for duplicates."""
-    if isinstance(var_list, dict):
-        items = [(key, _variable_ref(var)) for key, var in var_list.items()]
-    elif isinstance(var_list, (list, tuple, set)):
-        refs = sorted((_variable_ref(var) for var in var_list), key=lambda ref: ref.name)
-        items = []
-        for ref in refs:
-            if any(key == ref.op.name for key, _ in items):
-                raise ValueError(f"At least two variables have the same name: {ref.op.name}")
-            items.append((ref.op.name, ref))
-    else:
-        raise TypeError(f"Variables to save should be passed in a dict or a list: {var_list}")
-    names_to_refs: dict[str, Tensor] = {}
-    seen_ops: set[Operation] = set()
-    for key, ref in items:
-        if ref.op in seen_ops:
-            raise ValueError(f"The same saveable will be restored with two names: {key}")
-        seen_ops.add(ref.op)
-        names_to_refs[key] = ref
-    return names_to_refs
-
-
 class Saver:
     """Saves and restores variables (tf.train.Saver).
 
     Restoring is one session step that assigns every variable from a fed placeholder, so it is atomic: if any
-    variable cannot be restored, none changes. Args match TF 1.15; `reshape`, `sharded`, `saver_def` and `builder`
+    variable cannot be restored, none changes. `var_list` may hold PartitionedVariables (or, in a dict, lists of
+    their parts): the checkpoint holds the whole tensor under the variable's name (see saveables.py), so it
+    restores into any partitioning, or into an unpartitioned variable. Args match TF 1.15; `reshape`, `sharded`, `saver_def` and `builder`
     are not supported; `write_version`, `restore_sequentially` and `filename` are accepted and have no effect.
 
         w = tf.Variable(tf.zeros([3]), name="w")
@@ -111,23 +82,24 @@ class Saver:
         var_list = self._var_list
         if var_list is None:
             var_list = get_collection(GraphKeys.GLOBAL_VARIABLES) + get_collection(_SAVEABLE_OBJECTS)
-        self._names_to_refs = _names_to_refs(var_list)
+        self._names_to_slices = saveables.names_to_slices(var_list)
         self._is_built = True
-        if not self._names_to_refs:
+        if not self._names_to_slices:
             if not self._allow_empty:
                 raise ValueError("No variables to save")
             self._is_empty = True
             return
-        self._placeholders: dict[str, Tensor] = {}
-        assign_ops = {}
+        self._placeholders: dict[str, list] = {}  # per key, one placeholder per slice
+        self._assign_ops: dict[str, list[Operation]] = {}
         with name_scope(self._name, "save"):
-            for key, ref in self._names_to_refs.items():
-                with colocate_with(ref.op):  # names: save/restore_value, save/Assign, then _1, _2, ...
-                    value = array_ops.placeholder(ref.dtype.base_dtype, shape=None, name="restore_value")
-                    assign_ops[key] = state_ops.assign(ref, value, name="Assign").op
-                self._placeholders[key] = value
-            self._restore_op = group(*assign_ops.values(), name="restore_all")
-        self._assign_ops = assign_ops
+            for key, slices in self._names_to_slices.items():
+                for saved in slices:
+                    with colocate_with(saved.ref.op):  # names: save/restore_value, save/Assign, then _1, _2, ...
+                        value = array_ops.placeholder(saved.ref.dtype.base_dtype, shape=None, name="restore_value")
+                        assign = state_ops.assign(saved.ref, value, name="Assign").op
+                    self._placeholders.setdefault(key, []).append(value)
+                    self._assign_ops.setdefault(key, []).append(assign)
+            self._restore_op = group(*[op for ops in self._assign_ops.values() for op in ops], name="restore_all")
 
     # --- saving ---------------------------------------------------------------------------------------------------
     @property
@@ -184,8 +156,11 @@ class Saver:
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         if self._is_empty:
             return None
+        refs = [saved.ref for slices in self._names_to_slices.values() for saved in slices]
         with _snapshot(sess):  # between steps: no training step of another thread is half applied
-            values = sess.run(dict(self._names_to_refs))
+            fetched = iter(sess.run(refs))
+        values = {key: saveables.assemble(slices, [next(fetched) for _ in slices])
+                  for key, slices in self._names_to_slices.items()}
         nbytes = sum(np.asarray(v).nbytes for v in values.values())
         with status(f"saving {len(values)} variables ({nbytes} bytes) to {data_file(checkpoint_prefix)}"):
             self._write(checkpoint_prefix, values)
@@ -199,7 +174,7 @@ class Saver:
 
     def _write(self, checkpoint_prefix: str, values: dict) -> None:
         """Write `values` to the checkpoint's data file, OS errors turned into TF's error classes."""
-        dtypes = {key: ref.dtype.base_dtype for key, ref in self._names_to_refs.items()}
+        dtypes = {key: slices[0].ref.dtype.base_dtype for key, slices in self._names_to_slices.items()}
         try:
             write_data_file(checkpoint_prefix, values, dtypes)
         except PermissionError as e:
@@ -251,16 +226,19 @@ class Saver:
         if not checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         _log.info("Restoring parameters from %s", save_path)
-        with status(f"restoring {len(self._names_to_refs)} variables from {save_path}"):
+        with status(f"restoring {len(self._names_to_slices)} variables from {save_path}"):
             reader = CheckpointReader(save_path)
-            feeds = {self._placeholders[key]: self._checked_value(reader, key, ref, save_path)
-                     for key, ref in self._names_to_refs.items()}
+            feeds = {}
+            for key, slices in self._names_to_slices.items():
+                whole = self._checked_value(reader, key, slices, save_path)
+                for saved, placeholder in zip(slices, self._placeholders[key]):
+                    feeds[placeholder] = saveables.piece(whole, saved)
             with _snapshot(sess):  # no other thread's step runs half before, half after the restore
                 sess.run(self._restore_op, feeds)
 
-    def _checked_value(self, reader: CheckpointReader, key: str, ref: Tensor, save_path: str) -> np.ndarray:
-        """The saved value for variable `ref`, or TF's wrapped restore error naming the variable and the file."""
-        assign_op = self._assign_ops[key]
+    def _checked_value(self, reader: CheckpointReader, key: str, slices: list, save_path: str) -> np.ndarray:
+        """The saved whole tensor of `key`, or TF's wrapped restore error naming the variable and the file."""
+        assign_op, ref, slice_info = self._assign_ops[key][0], slices[0].ref, slices[0].slice_info
         where = f"\n\t [[{{{{node {assign_op.name}}}}}: variable '{ref.op.name}', checkpoint {save_path}]]"
         if not reader.has_tensor(key):
             raise _restore_error(errors.NotFoundError, assign_op, "a Variable name or other graph key that is missing",
@@ -271,14 +249,20 @@ class Saver:
             raise _restore_error(errors.InvalidArgumentError, assign_op, _MISMATCH,
                                  f"tensor_name = {key}; expected dtype {expected.name} does not equal original "
                                  f"dtype {entry.dtype.name}{where}")
-        if not ref.shape.is_compatible_with(TensorShape(entry.shape)):
+        if slice_info is not None:
+            if [int(d) for d in slice_info.full_shape] != list(entry.shape):
+                raise _restore_error(errors.InvalidArgumentError, assign_op, _MISMATCH,
+                                     f"tensor_name = {key}; shape in shape_and_slice spec "
+                                     f"{dims_text(slice_info.full_shape)} does not match the shape stored in "
+                                     f"checkpoint: {dims_text(entry.shape)}{where}")
+        elif not ref.shape.is_compatible_with(TensorShape(entry.shape)):
             raise _restore_error(errors.InvalidArgumentError, assign_op, _MISMATCH,
                                  f"Assign requires shapes of both tensors to match. lhs shape= "
                                  f"{dims_text(ref.shape.as_tuple())} rhs shape= {dims_text(entry.shape)}{where}")
         return reader.get_tensor(key)
 
     def __repr__(self) -> str:
-        return f"<tf.train.Saver of {len(getattr(self, '_names_to_refs', {}))} variables>"
+        return f"<tf.train.Saver of {len(getattr(self, '_names_to_slices', {}))} variables>"
 
 
 _MISMATCH = "a mismatch between the current graph and the graph"

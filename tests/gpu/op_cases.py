@@ -103,6 +103,34 @@ def _gather_and_friends(rng):
              tf.reverse(t, [0, 1]), *tf.identity_n([t, rows])], {})
 
 
+def _gather_scatter_nd(rng):
+    """GatherNd (elements and rows, int32 and int64 indices), ScatterNd with a repeated index, TensorScatterUpdate/
+    Add/Sub, and their gradients."""
+    t = tf.constant(_x(rng, 4, 3))
+    pairs = tf.constant(np.array([[3, 1], [0, 2], [3, 1]], np.int64))
+    rows = tf.constant(np.array([[2], [0], [2]], np.int32))
+    gathered = [tf.gather_nd(t, pairs), tf.gather_nd(t, rows)]
+    written = [tf.scatter_nd(rows, tf.gather_nd(t, rows) * 2.0, [5, 3]), tf.tensor_scatter_update(t, pairs[:2], [7.0, 8.0]),
+               tf.tensor_scatter_add(t, rows, tf.ones([3, 3])), tf.tensor_scatter_sub(t, pairs, [1.0, 2.0, 3.0])]
+    loss = tf.add_n([tf.reduce_sum(tf.square(v)) for v in gathered + written])
+    return gathered + written + [tf.convert_to_tensor(g) for g in tf.gradients(loss, t)], {}
+
+
+def _partition_stitch_segments(rng):
+    """DynamicPartition, DynamicStitch, ParallelDynamicStitch, the sorted segment reductions and UnsortedSegmentMax/
+    Min/Prod, with the gradients of the partition and the stitches."""
+    t = tf.constant(_x(rng, 6, 3))
+    parts = tf.dynamic_partition(t, tf.constant(np.array([1, 0, 2, 1, 0, 1], np.int32)), 3)
+    positions = [tf.constant(np.array(p, np.int32)) for p in ([1, 4], [0, 3, 5], [2])]
+    stitched = [tf.dynamic_stitch(positions, parts), tf.parallel_dynamic_stitch(positions, parts)]
+    ids, unsorted = tf.constant(np.array([0, 0, 2, 2, 2, 3], np.int64)), tf.constant(np.array([2, 0, -1, 2, 0, 2]))
+    segments = [tf.segment_sum(t, ids), tf.segment_mean(t, ids), tf.segment_max(t, ids), tf.segment_min(t, ids),
+                tf.segment_prod(t, ids), tf.unsorted_segment_max(t, unsorted, 4),
+                tf.unsorted_segment_min(t, unsorted, 4), tf.unsorted_segment_prod(t, unsorted, 4)]
+    grads = tf.gradients(tf.add_n([tf.reduce_sum(tf.square(v)) for v in stitched]), t)
+    return parts + stitched + segments + grads, {}
+
+
 def _logical_bitwise(rng):
     """LogicalAnd/Or/Not, Any/All, IsFinite/IsNan/IsInf and the int64 bitwise ops."""
     t = tf.constant(_x(rng, 3, 4))
@@ -122,6 +150,35 @@ def _optimizer(make):
         step = make().minimize(loss)
         return tf.global_variables_initializer(), [step, w, loss], {}
     return build
+
+
+def _scatter_program(rng):
+    """Every Scatter* and ScatterNd* op on its own variable, with repeated int32 and int64 (device) indices."""
+    rows, repeated = tf.constant(np.array([3, 0, 3], np.int32)), tf.constant(np.array([1, 1, 2], np.int64))
+    updates = tf.constant(_x(rng, 3, 2, low=0.5, high=2.0))
+    writes = [tf.scatter_update, tf.scatter_add, tf.scatter_sub, tf.scatter_mul, tf.scatter_div, tf.scatter_min,
+              tf.scatter_max]
+    fetches = [write(tf.Variable(_x(rng, 4, 2)), indices, updates)
+               for write in writes for indices in (rows, repeated)]
+    nd_indices = tf.constant(np.array([[1, 0], [3, 1], [1, 0]], np.int64))
+    fetches += [write(tf.Variable(_x(rng, 4, 2)), nd_indices, updates[:, 0])
+                for write in (tf.scatter_nd_update, tf.scatter_nd_add, tf.scatter_nd_sub)]
+    return tf.global_variables_initializer(), fetches, {}
+
+
+def _sparse_apply_program(rng):
+    """SparseApplyMomentum (Nesterov), SparseApplyAdagrad, SparseApplyRMSProp and SparseApplyCenteredRMSProp with a
+    repeated index (applied twice, in order)."""
+    from adplace.ops import training_ops
+
+    def slots(n, low=0.1):
+        return [tf.Variable(_x(rng, 4, 3, low=low, high=1.0)) for _ in range(n)]
+    grad, indices = tf.constant(_x(rng, 3, 3)), tf.constant(np.array([2, 0, 2], np.int64))
+    fetches = [training_ops.sparse_apply_momentum(*slots(2), 0.1, grad, indices, 0.9, use_nesterov=True),
+               training_ops.sparse_apply_adagrad(*slots(2), 0.1, grad, indices),
+               training_ops.sparse_apply_rms_prop(*slots(3), 0.1, 0.9, 0.5, 1e-6, grad, indices),
+               training_ops.sparse_apply_centered_rms_prop(*slots(4, low=0.5), 0.1, 0.9, 0.5, 1.0, grad, indices)]
+    return tf.global_variables_initializer(), fetches, {}
 
 
 CASES = {
@@ -176,6 +233,7 @@ CASES = {
         tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32, [None])),
     "invert_permutation": lambda rng: (tf.invert_permutation(tf.constant([2, 0, 1])), {}),
     "gather_and_friends": _gather_and_friends, "logical_bitwise": _logical_bitwise,
+    "gather_scatter_nd": _gather_scatter_nd, "partition_stitch_segments": _partition_stitch_segments,
     "conv2d": lambda rng: _conv_program(rng), "pooling": lambda rng: _pooling_program(rng),
     "lrn": lambda rng: (lambda p: ([tf.nn.lrn(p, 2, 1.0, 0.5, 0.75), tf.gradients(tf.nn.lrn(p, 2), p)[0]],
                                    {p: _x(rng, 2, 3, 3, 6)}))(tf.placeholder(tf.float32, [2, 3, 3, 6])),
@@ -186,6 +244,7 @@ CASES = {
     "rmsprop": _optimizer(lambda: tf.train.RMSPropOptimizer(0.1, momentum=0.5)),
     "centered_rmsprop": _optimizer(lambda: tf.train.RMSPropOptimizer(0.1, centered=True)),
     "adagrad": _optimizer(lambda: tf.train.AdagradOptimizer(0.1)),
+    "scatter": _scatter_program, "sparse_apply": _sparse_apply_program,
     "random": lambda rng: ([tf.random_uniform([400], seed=1), tf.random_normal([400], seed=2),
                             tf.truncated_normal([400], seed=3),
                             tf.random_uniform([400], 0, 10, dtype=tf.int64, seed=4)], {}),
@@ -235,6 +294,10 @@ COVERS = {
     "broadcast_gradient": {"BroadcastGradientArgs"}, "invert_permutation": {"InvertPermutation"},
     "gather_and_friends": {"GatherV2", "UnsortedSegmentSum", "SelectV2", "OneHot", "ArgMax", "ArgMin", "Slice", "Pad",
                            "PadV2", "MirrorPad", "MirrorPadGrad", "ReverseV2", "IdentityN"},
+    "gather_scatter_nd": {"GatherNd", "ScatterNd", "TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub"},
+    "partition_stitch_segments": {"DynamicPartition", "DynamicStitch", "ParallelDynamicStitch", "SegmentSum",
+                                  "SegmentMean", "SegmentMax", "SegmentMin", "SegmentProd", "UnsortedSegmentMax",
+                                  "UnsortedSegmentMin", "UnsortedSegmentProd"},
     "logical_bitwise": {"LogicalAnd", "LogicalOr", "LogicalNot", "Any", "All", "IsFinite", "IsNan", "IsInf",
                         "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift", "RightShift"},
     "conv2d": {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"},
@@ -243,6 +306,9 @@ COVERS = {
                   "NoOp"},
     "sgd": {"ApplyGradientDescent"}, "momentum": {"ApplyMomentum"}, "adam": {"ApplyAdam"},
     "rmsprop": {"ApplyRMSProp"}, "centered_rmsprop": {"ApplyCenteredRMSProp"}, "adagrad": {"ApplyAdagrad"},
+    "scatter": {"ScatterUpdate", "ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv", "ScatterMin", "ScatterMax",
+                "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub"},
+    "sparse_apply": {"SparseApplyMomentum", "SparseApplyAdagrad", "SparseApplyRMSProp", "SparseApplyCenteredRMSProp"},
     "random": {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"},
     "linalg_diagonals": {"MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "Diag", "DiagPart", "MatrixBandPart",
                          "Einsum", "CheckNumerics"},

@@ -453,6 +453,20 @@ def test_without_cupy_virtual_gpus_still_compute_with_numpy(no_cupy, gpus):
     assert type(value) is np.ndarray and value[0] == pytest.approx(np.sin(0.5))
 
 
+def test_host_memory_kernels_upload_their_device_dtype_outputs(fake_gpu):
+    """An op chosen by int32 runs on host values; its int64 or bool outputs must still reach GPU ops as CuPy arrays
+    (the gradient of two gathers concatenates a cast range with int64 indices)."""
+    with tf.device("/gpu:0"):
+        wide = tf.cast(tf.range(0, 3), tf.int64)
+        joined = tf.concat([wide, tf.constant(np.array([7], np.int64))], 0)
+        mask = tf.equal(tf.range(0, 3), 1)
+        picked = tf.where(mask, tf.ones([3]), tf.zeros([3]))
+    with tf.Session() as sess:
+        joined_value, picked_value = sess.run([joined, picked])
+        assert sess.placement(joined) == GPU0 and sess.placement(picked) == GPU0
+    assert joined_value.tolist() == [0, 1, 2, 7] and picked_value.tolist() == [0, 1, 0]
+
+
 def test_cuda_errors_from_cupy_are_reported_as_the_reason(fake_gpu, monkeypatch):
     def no_driver():
         raise fake_gpu.cuda.runtime.CUDARuntimeError(35)

@@ -72,12 +72,17 @@ def test_gather_build_time_errors():
         tf.gather([[1, 2], [3, 4]], [0], axis=2)
 
 
-def test_gather_gradient_is_dense_and_sums_repeated_rows():
+def test_gather_gradient_is_indexed_slices_summed_when_densified():
     params = tf.constant(np.arange(6.0).reshape(3, 2))
     g = tf.gather(params, [2, 0, 2])
     grad = tf.gradients(tf.reduce_sum(g * g), params)[0]
-    assert grad.op.type == "UnsortedSegmentSum" and grad.shape.as_list() == [3, 2]
-    np.testing.assert_allclose(run(grad), [[0.0, 2.0], [0.0, 0.0], [16.0, 20.0]])
+    assert isinstance(grad, tf.IndexedSlices) and grad.shape.as_list() == [3, 2]
+    values, indices, dense_shape = run([grad.values, grad.indices, grad.dense_shape])
+    np.testing.assert_allclose(values, [[8.0, 10.0], [0.0, 2.0], [8.0, 10.0]])
+    assert indices.tolist() == [2, 0, 2] and dense_shape.tolist() == [3, 2]
+    dense = tf.convert_to_tensor(grad)
+    assert dense.op.type == "UnsortedSegmentSum" and dense.shape.as_list() == [3, 2]
+    np.testing.assert_allclose(run(dense), [[0.0, 2.0], [0.0, 0.0], [16.0, 20.0]])
 
 
 @pytest.mark.parametrize("axis,indices", [(0, [[1, 1], [0, 2]]), (1, [3, 0, 3]), (2, [[1], [0]]), (-1, 1)])
@@ -91,7 +96,9 @@ def test_gather_gradient_matches_numerical(axis, indices):
 def test_gather_gradient_with_unknown_row_count():
     x = tf.placeholder(tf.float64, [None, 2])
     grad = tf.gradients(tf.reduce_sum(tf.gather(x, [1, 1])), x)[0]
-    np.testing.assert_allclose(run(grad, {x: np.zeros((3, 2))}), [[0, 0], [2, 2], [0, 0]])
+    with pytest.warns(UserWarning, match="dense Tensor of unknown shape"):
+        dense = tf.convert_to_tensor(grad)
+    np.testing.assert_allclose(run(dense, {x: np.zeros((3, 2))}), [[0, 0], [2, 2], [0, 0]])
 
 
 def test_gather_on_a_virtual_gpu_matches_the_cpu():

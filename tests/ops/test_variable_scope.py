@@ -477,6 +477,7 @@ def test_variable_creator_scopes_must_exit_in_order():
 def test_a_scalar_variable_ignores_the_scope_partitioner():
     with tf.variable_scope("p", partitioner=lambda shape, **_: [2] + [1] * (len(shape) - 1)):
         v = tf.get_variable("scalar", shape=[])
-        with pytest.raises(NotImplementedError, match="partitioned variables are not supported"):
-            tf.get_variable("vector", shape=[4])
+        vector = tf.get_variable("vector", shape=[4])
     assert v.name == "p/scalar:0" and v.shape.as_list() == []
+    assert isinstance(vector, tf.PartitionedVariable) and [p.name for p in vector] == ["p/vector/part_0:0",
+                                                                                        "p/vector/part_1:0"]
