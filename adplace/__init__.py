@@ -112,6 +112,10 @@ from adplace import debugging, linalg, math
 from adplace import sparse
 from adplace.ops.sparse_ops import (sparse_add, sparse_placeholder, sparse_reduce_sum, sparse_reorder, sparse_reshape,
                                     sparse_retain, sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
+from adplace.ops.sparse_ops import (sparse_concat, sparse_fill_empty_rows, sparse_maximum, sparse_merge, sparse_minimum,
+                                    sparse_reduce_max, sparse_reduce_max_sparse, sparse_reduce_sum_sparse,
+                                    sparse_reset_shape, sparse_slice, sparse_softmax, sparse_split, sparse_to_indicator,
+                                    sparse_transpose)
 from adplace.ops.check_ops import (Assert, add_check_numerics_ops, assert_equal, assert_greater, assert_greater_equal,
                                    assert_integer, assert_less, assert_less_equal, assert_near, assert_negative,
                                    assert_non_negative, assert_non_positive, assert_none_equal, assert_positive,

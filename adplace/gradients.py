@@ -26,6 +26,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import get_default_graph, name_scope
 from adplace.framework.graph import GraphKeys
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.nest import flatten
 from adplace.framework.registry import RegisterGradient
 from adplace.framework.operation import Operation, Tensor
@@ -116,12 +117,24 @@ def _default_grad_ys(ys: list, grad_ys: list, colocate: bool) -> list:
                 dims = array_ops.shape(y)  # TF's order: gradients/Shape, then gradients/grad_ys_<i>, then Fill
                 out.append(array_ops.fill(dims, constant(1, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")))
                 continue
-            grad_y = convert_to_tensor(grad_y, dtype=y.dtype.base_dtype)
+            if not isinstance(grad_y, IndexedSlices):
+                grad_y = convert_to_tensor(grad_y, dtype=y.dtype.base_dtype)
             if y.dtype.is_floating and not grad_y.dtype.is_floating:
                 raise TypeError(f"Gradient type {grad_y.dtype.name} generated for real-valued tensor {y.name} with "
                                 f"type {y.dtype.name} must be real")
-            out.append(array_ops.identity(grad_y, name=f"grad_ys_{i}"))
+            out.append(_identity_grad_y(grad_y, i))
     return out
+
+
+def _identity_grad_y(grad_y, i: int):
+    """A given grad_y as the gradient walk's start (grad_ys_<i>); an IndexedSlices stays sparse, each part named."""
+    if not isinstance(grad_y, IndexedSlices):
+        return array_ops.identity(grad_y, name=f"grad_ys_{i}")
+    dense_shape = grad_y.dense_shape
+    if dense_shape is not None:
+        dense_shape = array_ops.identity(dense_shape, name=f"grad_ys_{i}_shape")
+    return IndexedSlices(array_ops.identity(grad_y.values, name=f"grad_ys_{i}_values"),
+                         array_ops.identity(grad_y.indices, name=f"grad_ys_{i}_indices"), dense_shape)
 
 
 def _multi_device_add_n(tensors: list) -> Tensor:

@@ -107,3 +107,24 @@ def test_scalar_mul_keeps_slices_sparse_and_wants_a_scalar():
     np.testing.assert_array_equal(run(tf.scalar_mul(2, tf.constant([1, 2]))), [2, 4])
     with pytest.raises(ValueError, match="Only scalar multiply works, got shape"):
         tf.scalar_mul([1.0, 2.0], slices)
+
+
+def test_indexed_slices_grad_ys_flow_through_as_slices():
+    x = tf.placeholder(tf.float32)
+    dy = tf.IndexedSlices(tf.placeholder(tf.float32), tf.placeholder(tf.int32))
+    dx, = tf.gradients(tf.identity(x), x, grad_ys=dy)
+    assert isinstance(dx, tf.IndexedSlices) and dx.dense_shape is None
+    assert dx.values.op.name == "gradients/grad_ys_0_values"
+    with tf.Session() as sess:
+        value = sess.run(dx, {x: [1.0], dy.indices: [0], dy.values: [2.0]})
+    assert isinstance(value, tf.IndexedSlicesValue) and value.dense_shape is None
+    assert value.values.tolist() == [2.0] and value.indices.tolist() == [0]
+
+
+def test_a_fetched_gradient_of_gather_is_an_indexed_slices_value():
+    params = tf.Variable(np.zeros((4, 2), np.float32), name="params")
+    grad, = tf.gradients(tf.reduce_sum(tf.gather(params, [3, 1])), params)
+    value = run(grad)
+    assert isinstance(value, tf.IndexedSlicesValue)
+    assert value.indices.tolist() == [3, 1] and value.dense_shape.tolist() == [4, 2]
+    np.testing.assert_array_equal(value.values, np.ones((2, 2)))

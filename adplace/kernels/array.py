@@ -231,6 +231,8 @@ def _unsorted_segment_sum(op, ctx):
     def unsorted_segment_sum(data, segment_ids, num_segments):
         data, ids = xp.asarray(data), xp.asarray(segment_ids)
         rows = int(int_tuple(num_segments)[0])
+        if rows < 0:
+            raise InvalidArgumentError(None, op, f"Input num_segments == {rows} must not be negative.")
         if data.shape[:ids.ndim] != ids.shape:
             raise InvalidArgumentError(None, op, f"data.shape = {list(data.shape)} does not start with "
                                        f"segment_ids.shape = {list(ids.shape)}")

@@ -116,13 +116,18 @@ def _write_slices(xp, op, target, indices: np.ndarray, updates, how: str):
     return target
 
 
-@kernel("ScatterNd", _dtypes.NUMERIC | {_dtypes.bool}, GPU_NUMERIC)
+@kernel("ScatterNd", _dtypes.ALL, GPU_NUMERIC)
 def _scatter_nd(op, ctx):
+    """Updates added into zeros; strings (CPU only) start empty and repeats concatenate in index order, as TF's CPU
+    kernel: scatter_nd([[1], [1]], [b"a", b"b"], [2]) is [b"", b"ab"]."""
     xp = ctx.xp
 
     def scatter_nd(indices, updates, shape):
         updates = xp.asarray(updates)
-        target = xp.zeros(int_tuple(shape), dtype=updates.dtype)
+        if updates.dtype == object:
+            target = np.full(int_tuple(shape), b"", dtype=object)
+        else:
+            target = xp.zeros(int_tuple(shape), dtype=updates.dtype)
         return _write_slices(xp, op, target, _host(indices), updates, "add")
     return scatter_nd
 
@@ -261,6 +266,13 @@ def _check_sorted_runs(op, ids: np.ndarray, num: int, indices: np.ndarray | None
     raise InvalidArgumentError(None, op, f"Bad: indices[{at}] == {indices[at]} out of range [0, {rows})")
 
 
+def _check_rows(op, ids: np.ndarray, num: int) -> None:
+    """TF's first check of sorted ids, before their order: the output has rows (last id + 1 or num_segments), and
+    it has at least one when there are ids, so a negative last id fails here: [0, 0, -1] is "must be >= 0"."""
+    if num < 0 or (ids.size and num == 0):
+        raise InvalidArgumentError(None, op, "segment ids must be >= 0")
+
+
 def _segment(kind: str):
     """SegmentX(data, segment_ids): sorted ids, last id + 1 rows, empty segments 0 (1 for products), as TF."""
     def factory(op, ctx):
@@ -273,8 +285,7 @@ def _segment(kind: str):
             if data.ndim < 1 or ids.size != data.shape[0]:
                 raise InvalidArgumentError(None, op, "segment_ids should be the same size as dimension 0 of input.")
             num = int(ids[-1]) + 1 if ids.size else 0
-            if num < 0:
-                raise InvalidArgumentError(None, op, "segment ids must be >= 0")
+            _check_rows(op, ids, num)
             _check_sorted_runs(op, ids, num)
             return _reduce_segments(xp, kind, data, ids, num, 1 if kind == "Prod" else 0)
         return segment
@@ -294,6 +305,8 @@ def _unsorted_segment(kind: str):
             if data.shape[:ids.ndim] != ids.shape:
                 raise InvalidArgumentError(None, op, f"data.shape = {dims_text(data.shape)} does not start with "
                                            f"segment_ids.shape = {dims_text(ids.shape)}")
+            if num < 0:
+                raise InvalidArgumentError(None, op, f"Input num_segments == {num} must not be negative.")
             flat = ids.ravel().astype(np.int64)
             bad = np.flatnonzero(flat >= num)
             if bad.size:
@@ -323,10 +336,11 @@ def _sparse_segment(kind: str, with_num_segments: bool):
                 raise InvalidArgumentError(None, op, "segment_ids and indices should have same size.")
             last = int(ids[-1]) + 1 if ids.size else 0
             num = int(int_tuple(num_segments)[0]) if with_num_segments else last
-            if with_num_segments and num < last:
-                raise InvalidArgumentError(None, op, "segment ids must be < num_segments")
             if num < 0:
                 raise InvalidArgumentError(None, op, "segment ids must be >= 0")
+            if with_num_segments and num < last:
+                raise InvalidArgumentError(None, op, "segment ids must be < num_segments")
+            _check_rows(op, ids, num)
             _check_sorted_runs(op, ids, num, indices, data.shape[0])
             return _reduce_segments(xp, kind, data[xp.asarray(indices)], ids, num, 0)
         return sparse_segment

@@ -86,12 +86,12 @@ def _indexed_write(new_value):
     def factory(op, ctx):
         var_op, xp = ref_variable(op._inputs[0]), ctx.xp
 
-        def new_values(olds, values):
+        def new_values(olds, values, targets):
             old, (indices, updates) = olds[0], values
             if old is None:
                 raise _uninitialized(op, var_op)
-            return (new_value(op, xp, old, np.asarray(to_host(indices)), updates),)
-        return storing_kernel(op, ctx, [var_op], new_values)
+            return (new_value(op, xp, old, np.asarray(to_host(indices)), updates, targets[0]),)
+        return storing_kernel(op, ctx, [var_op], new_values, rows=True)
     return factory
 
 
@@ -99,7 +99,7 @@ def _indexed_write(new_value):
 def _scatter(write):
     """ScatterX(ref, indices, updates): rows indices[...] of ref get `write`, updates being indices.shape +
     ref.shape[1:] or a scalar for every row named (scatter_op.cc)."""
-    def new_value(op, xp, old, indices, updates):
+    def new_value(op, xp, old, indices, updates, target):
         shape = xp.shape(old)
         if not shape:
             raise InvalidArgumentError(None, op, f"params must be at least 1-D, got shape {dims_text(shape)}")
@@ -113,7 +113,7 @@ def _scatter(write):
         if bad.size:
             raise InvalidArgumentError(None, op, f"indices{_index_text(indices.shape, bad[0])} = {rows[bad[0]]} "
                                        f"is not in [0, {shape[0]})")
-        new = xp.array(old, copy=True)
+        new = target(old, rows, shape)
         updates = xp.broadcast_to(xp.asarray(updates, dtype=new.dtype), indices.shape + shape[1:])
         write(xp, new, rows, updates.reshape((rows.size,) + shape[1:]))
         return new
@@ -129,7 +129,7 @@ for _name, _write in _WRITES.items():
 def _scatter_nd(write):
     """ScatterNdX(ref, indices, updates): indices [..., K] address elements (K = rank) or slices of ref; updates is
     indices.shape[:-1] + ref.shape[K:] (scatter_nd_op.cc), written through a view of ref as rows of slices."""
-    def new_value(op, xp, old, indices, updates):
+    def new_value(op, xp, old, indices, updates, target):
         shape, up_shape = xp.shape(old), xp.shape(updates)
         if not shape:
             raise InvalidArgumentError(None, op, f"Output must be at least 1-D, got shape: {dims_text(shape)}")
@@ -148,8 +148,9 @@ def _scatter_nd(write):
                                        f"[{', '.join(str(c) for c in coordinates[bad[0]])}] does not index into "
                                        f"shape {dims_text(shape)}")
         rows = np.ravel_multi_index(tuple(coordinates.T), shape[:k]) if k else np.zeros(len(coordinates), np.int64)
-        new = xp.array(old, copy=True)
-        slices = new.reshape((int(np.prod(shape[:k], dtype=np.int64)),) + shape[k:])  # a view: writes reach `new`
+        view_shape = (int(np.prod(shape[:k], dtype=np.int64)),) + shape[k:]
+        new = target(old, rows, view_shape)
+        slices = new.reshape(view_shape)  # a view (C order): writes reach `new`
         write(xp, slices, rows, xp.asarray(updates).reshape((rows.size,) + shape[k:]))
         return new
     return _indexed_write(new_value)
@@ -185,9 +186,10 @@ def _count_up_to(op, ctx):
 # --- SparseApply* ---------------------------------------------------------------------------------------------------
 def _rows_of(n_refs: int, grad_at: int, indices_at: int):
     """`by_rows` for _training_kernel: check grad and indices as training_ops.cc does, then run the dense step on the
-    rows named, one occurrence of each index per round, on copies of the variables."""
+    rows named, one occurrence of each index per round, into the arrays `targets` gives (the variables themselves
+    or copies: see storing_kernel)."""
     def by_rows(xp, op, step):
-        def sparse_step(*olds_and_values):
+        def sparse_step(targets, *olds_and_values):
             olds, values = olds_and_values[:n_refs], list(olds_and_values[n_refs:])
             grad, indices = values[grad_at], np.asarray(to_host(values.pop(indices_at)))
             var_shape, grad_shape = xp.shape(olds[0]), xp.shape(grad)
@@ -204,7 +206,8 @@ def _rows_of(n_refs: int, grad_at: int, indices_at: int):
             if bad.size:
                 raise InvalidArgumentError(None, op, f"Index {indices[bad[0]]} at offset {bad[0]} in indices is out "
                                            f"of range")
-            news = [xp.array(old, copy=True) for old in olds]
+            news = [target(old, indices, var_shape if i == 0 else xp.shape(old))
+                    for i, (target, old) in enumerate(zip(targets, olds))]
             for positions, distinct in _rounds(indices):
                 at = xp.asarray(distinct)
                 values[grad_at] = grad[xp.asarray(positions)]

@@ -60,7 +60,7 @@ def _to_bytes(op, element) -> bytes:
         return element
     if isinstance(element, str):
         return element.encode("utf-8")
-    raise errors.UnimplementedError(None, op, f"Unsupported object type {type(element).__name__}")
+    raise errors.InternalError(None, op, f"Unsupported object type {type(element).__name__}")
 
 
 def _tensor_value(op, array: np.ndarray) -> tuple[np.ndarray, _dtypes.DType]:
@@ -72,7 +72,7 @@ def _tensor_value(op, array: np.ndarray) -> tuple[np.ndarray, _dtypes.DType]:
     try:
         return array, _dtypes.as_dtype(array.dtype)
     except TypeError:  # structured and other NumPy types with no TF dtype
-        raise errors.UnimplementedError(None, op, f"Unsupported numpy type {array.dtype.num}") from None
+        raise errors.InternalError(None, op, f"Unsupported numpy data type {array.dtype.num}") from None
 
 
 def _results(func_result) -> list[np.ndarray]:

@@ -264,32 +264,78 @@ def _sparse_tensor_dense_add(op, ctx):
     return sparse_tensor_dense_add
 
 
-# --- SparseReduceSum -------------------------------------------------------------------------------------------------
-@kernel("SparseReduceSum", _NUMERIC, NO_GPU)
-def _sparse_reduce_sum(op, ctx):
-    keep_dims = op._attrs["keep_dims"]
+# --- SparseReduceSum, SparseReduceMax and their SparseTensor-output forms -----------------------------------------
+def _reduction_groups(op, indices, values, shape, reduction_axes):
+    """The entries grouped by their kept coordinates: (kept axes, reduced axes, unique kept coordinates in row-major
+    order, each entry's group). TF's ValidateInputs errors first, then the component checks."""
+    indices, values, shape = np.asarray(indices), np.asarray(values), np.asarray(shape)
+    if shape.ndim != 1:
+        raise InvalidArgumentError(None, op, f"Expected input_shape to be a vector; got shape: {dims_text(shape.shape)}")
+    axes = np.asarray(reduction_axes)
+    if axes.ndim > 1:
+        raise InvalidArgumentError(None, op, f"Expected reduction_axes to be a scalar or a vector; got shape: "
+                                             f"{dims_text(axes.shape)}")
+    rank = shape.size
+    for axis in axes.reshape(-1).tolist():
+        if not -rank <= axis < rank:
+            raise InvalidArgumentError(None, op, f"Invalid reduction dimension {axis}, for input with {rank} "
+                                                 f"dimensions.")
+    _check_components(op, indices, values, shape, ("input_indices", "input_values", "input_shape"))
+    validate_indices(op, indices, shape, check_order=False)
+    reduced = sorted({axis % rank for axis in axes.reshape(-1).tolist()})
+    kept = [i for i in range(rank) if i not in reduced]
+    if len(values) == 0:
+        return kept, reduced, np.zeros((0, len(kept)), np.int64), np.zeros(0, np.int64)
+    if not kept:  # reduce all: one group
+        return kept, reduced, np.zeros((1, 0), np.int64), np.zeros(len(values), np.int64)
+    groups, member = np.unique(indices[:, kept], axis=0, return_inverse=True)
+    return kept, reduced, groups.astype(np.int64), member.reshape(-1)
 
-    def sparse_reduce_sum(indices, values, shape, reduction_axes):
-        indices, values, shape = np.asarray(indices), np.asarray(values), np.asarray(shape)
-        _check_components(op, indices, values, shape, ("input_indices", "input_values", "input_shape"))
-        rank = shape.size
-        reduced = set()
-        for axis in np.asarray(reduction_axes).reshape(-1).tolist():
-            if not -rank <= axis < rank:
-                raise InvalidArgumentError(None, op, f"Invalid reduction dimension {axis}, for input with {rank} "
-                                                     f"dimensions.")
-            reduced.add(axis % rank)
-        validate_indices(op, indices, shape, check_order=False)
-        kept = [i for i in range(rank) if i not in reduced]
-        if kept:
-            out = np.zeros([int(shape[i]) for i in kept], dtype=values.dtype)
-            np.add.at(out, tuple(indices[:, kept].T), values)
-        else:
-            out = np.asarray(values.sum(dtype=values.dtype))
-        if keep_dims:
-            out = out.reshape([1 if i in reduced else int(d) for i, d in enumerate(shape)])
+
+def _reduce_values(values: np.ndarray, member: np.ndarray, count: int, reducer: str) -> np.ndarray:
+    """One sum or max per group; a max only sees the values present (implicit zeros do not take part)."""
+    if reducer == "sum":
+        out = np.zeros(count, values.dtype)
+        np.add.at(out, member, values)
         return out
-    return sparse_reduce_sum
+    lowest = -np.inf if values.dtype.kind in "fc" else np.iinfo(values.dtype).min
+    out = np.full(count, lowest, values.dtype)
+    np.maximum.at(out, member, values)
+    return out
+
+
+def _reduced_dims(shape: np.ndarray, kept: list, reduced: list, keep_dims: bool) -> list:
+    return [1 if i in reduced else int(d) for i, d in enumerate(shape) if keep_dims or i not in reduced]
+
+
+def _sparse_reduce(reducer: str, sparse_output: bool):
+    def factory(op, ctx):
+        keep_dims = op._attrs["keep_dims"]
+
+        def sparse_reduce(indices, values, shape, reduction_axes):
+            kept, reduced, groups, member = _reduction_groups(op, indices, values, shape, reduction_axes)
+            values, shape = np.asarray(values), np.asarray(shape)
+            out_values = _reduce_values(values, member, len(groups), reducer)
+            out_dims = _reduced_dims(shape, kept, reduced, keep_dims)
+            if sparse_output:
+                out_indices = np.zeros((len(groups), len(out_dims)), np.int64)
+                out_indices[:, kept if keep_dims else list(range(len(kept)))] = groups
+                return out_indices, out_values, np.asarray(out_dims, np.int64)
+            out = np.zeros([int(shape[i]) for i in kept], values.dtype)
+            if kept:
+                out[tuple(groups.T)] = out_values
+            elif len(out_values):
+                out[()] = out_values[0]
+            return out.reshape(out_dims)
+        return sparse_reduce
+    return factory
+
+
+_REAL = _NUMERIC - _dtypes.COMPLEX
+kernel("SparseReduceSum", _NUMERIC, NO_GPU)(_sparse_reduce("sum", False))
+kernel("SparseReduceSumSparse", _NUMERIC, NO_GPU)(_sparse_reduce("sum", True))
+kernel("SparseReduceMax", _REAL, NO_GPU)(_sparse_reduce("max", False))
+kernel("SparseReduceMaxSparse", _REAL, NO_GPU)(_sparse_reduce("max", True))
 
 
 # --- SparseReshape ---------------------------------------------------------------------------------------------------
@@ -336,3 +382,276 @@ def _sparse_reshape(op, ctx):
             np.zeros((indices.shape[0], 0), np.int64)
         return new_indices.astype(np.int64), out_shape
     return sparse_reshape
+
+
+# --- SparseDenseCwiseMul, SparseDenseCwiseDiv, SparseDenseCwiseAdd ----------------------------------------------------
+def _dense_at_entries(op, indices: np.ndarray, shape: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """The dense operand, broadcast to the sparse shape (never the other way), read at each sparse index."""
+    lhs, rhs = [int(d) for d in shape], list(dense.shape)
+    fits = len(lhs) >= len(rhs) and all(r in (s, 1) and s >= r for s, r in zip(lhs[::-1], rhs[::-1]))
+    if not fits:
+        raise InvalidArgumentError(None, op, f"SparseDenseBinaryOpShared broadcasts dense to sparse only; got "
+                                             f"incompatible shapes: {_shape_text(lhs)} vs. {_shape_text(rhs)}")
+    if not 1 <= len(lhs) <= 5:
+        raise InvalidArgumentError(None, op, f"Only tensors with ranks between 1 and 5 are currently supported.  "
+                                             f"Tensor rank: {len(lhs)}")
+    if _out_of_bounds(indices, np.asarray(lhs)).any():
+        raise InvalidArgumentError(None, op, "Provided indices are out-of-bounds w.r.t. dense side with broadcasted "
+                                             "shape")
+    padded = dense.reshape([1] * (len(lhs) - len(rhs)) + rhs)
+    columns = tuple(np.zeros(len(indices), np.int64) if size == 1 else indices[:, d]
+                    for d, size in enumerate(padded.shape))
+    return padded[columns]
+
+
+def _integer_divide(op, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C++ integer division (rounding toward zero), as TF's kernel computes it."""
+    if (y == 0).any():
+        raise InvalidArgumentError(None, op, "Integer division by zero")
+    quotient = np.abs(x) // np.abs(y)
+    return np.where((x < 0) != (y < 0), -quotient, quotient).astype(x.dtype)
+
+
+def _sparse_dense_cwise(operation: str):
+    def factory(op, ctx):
+        def sparse_dense_cwise(sp_indices, sp_values, sp_shape, dense):
+            indices, values, shape = np.asarray(sp_indices), np.asarray(sp_values), np.asarray(sp_shape)
+            if indices.ndim != 2:
+                raise InvalidArgumentError(None, op, f"Input sp_indices should be a matrix but received shape: "
+                                                     f"{dims_text(indices.shape)}")
+            if values.ndim != 1 or shape.ndim != 1:
+                raise InvalidArgumentError(None, op, f"Inputs sp_values and sp_shape should be vectors but received "
+                                                     f"shapes: {dims_text(values.shape)} and {dims_text(shape.shape)}")
+            other = _dense_at_entries(op, indices, shape, np.asarray(dense))
+            if operation == "mul":
+                return values * other
+            if operation == "add":
+                return values + other
+            if values.dtype.kind in "iu":
+                return _integer_divide(op, values, other)
+            return values / other
+        return sparse_dense_cwise
+    return factory
+
+
+for _op_type, _operation in (("SparseDenseCwiseMul", "mul"), ("SparseDenseCwiseDiv", "div"),
+                             ("SparseDenseCwiseAdd", "add")):
+    kernel(_op_type, _REAL, NO_GPU)(_sparse_dense_cwise(_operation))
+
+
+# --- SparseSoftmax -----------------------------------------------------------------------------------------------------
+@kernel("SparseSoftmax", _dtypes.FLOATING, NO_GPU)
+def _sparse_softmax(op, ctx):
+    def sparse_softmax(sp_indices, sp_values, sp_shape):
+        indices, values, shape = np.asarray(sp_indices), np.asarray(sp_values), np.asarray(sp_shape)
+        if indices.ndim != 2:
+            raise InvalidArgumentError(None, op, f"Input should be a matrix but received shape: "
+                                                 f"{dims_text(indices.shape)}")
+        if values.ndim != 1 or shape.ndim != 1:
+            raise InvalidArgumentError(None, op, f"Inputs values and shape should be vectors but received shapes: "
+                                                 f"{dims_text(values.shape)} and {dims_text(shape.shape)}")
+        if shape.size < 2:
+            raise InvalidArgumentError(None, op, f"Input should have rank >= 2, but received shape: "
+                                                 f"{' '.join(str(int(d)) for d in shape)}")
+        _check_components(op, indices, values, shape)
+        if len(values) == 0:
+            return values.copy()
+        _, row = np.unique(indices[:, :-1], axis=0, return_inverse=True)
+        row = row.reshape(-1)
+        row_max = np.full(row.max() + 1, -np.inf, values.dtype)
+        np.maximum.at(row_max, row, values)
+        shifted = np.exp(values - row_max[row])
+        row_sum = np.zeros(len(row_max), values.dtype)
+        np.add.at(row_sum, row, shifted)
+        return (shifted / row_sum[row]).astype(values.dtype)
+    return sparse_softmax
+
+
+# --- SparseSparseMaximum, SparseSparseMinimum -----------------------------------------------------------------------
+def _sparse_sparse_cwise(select):
+    def factory(op, ctx):
+        def sparse_sparse_cwise(a_indices, a_values, a_shape, b_indices, b_values, b_shape):
+            a_indices, a_values, a_shape, b_indices, b_values, b_shape = (
+                np.asarray(x) for x in (a_indices, a_values, a_shape, b_indices, b_values, b_shape))
+            _check_components(op, a_indices, a_values, a_shape, ("a_indices", "a_values", "a_shape"))
+            _check_components(op, b_indices, b_values, b_shape, ("b_indices", "b_values", "b_shape"))
+            if a_shape.size != b_shape.size:
+                raise InvalidArgumentError(None, op, f"Operands do not have the same ranks; got shapes: "
+                                                     f"{' '.join(map(str, a_shape.tolist()))} and "
+                                                     f"{' '.join(map(str, b_shape.tolist()))}")
+            for i, (a_dim, b_dim) in enumerate(zip(a_shape.tolist(), b_shape.tolist())):
+                if a_dim != b_dim:
+                    raise InvalidArgumentError(None, op, f"Operands' shapes do not match: got {a_dim} and {b_dim} "
+                                                         f"for dimension {i}")
+            order, partner = _merge(a_indices, b_indices)
+            na = len(a_indices)
+            both = np.concatenate([a_values, b_values])
+            zeros = np.zeros(len(order), both.dtype)
+            from_a = order < na
+            a_side = np.where(from_a, both[order], zeros)
+            b_side = np.where(from_a, zeros, both[order])
+            paired = partner >= 0
+            b_side[paired] = both[partner[paired]]
+            return np.concatenate([a_indices, b_indices])[order], select(a_side, b_side).astype(both.dtype)
+        return sparse_sparse_cwise
+    return factory
+
+
+kernel("SparseSparseMaximum", _REAL, NO_GPU)(_sparse_sparse_cwise(np.maximum))
+kernel("SparseSparseMinimum", _REAL, NO_GPU)(_sparse_sparse_cwise(np.minimum))
+
+
+# --- SparseFillEmptyRows, SparseFillEmptyRowsGrad ----------------------------------------------------------------------
+@kernel("SparseFillEmptyRows", ALL, NO_GPU)
+def _sparse_fill_empty_rows(op, ctx):
+    def sparse_fill_empty_rows(indices, values, dense_shape, default_value):
+        indices, values = np.asarray(indices), np.asarray(values)
+        shape, default_value = np.asarray(dense_shape), np.asarray(default_value)
+        for what, x, rank in (("indices", indices, 2), ("values", values, 1), ("dense_shape", shape, 1),
+                              ("default_value", default_value, 0)):
+            if x.ndim != rank:
+                kind = {2: "a matrix", 1: "a vector", 0: "a scalar"}[rank]
+                raise InvalidArgumentError(None, op, f"{what} must be {kind}, saw shape: {dims_text(x.shape)}")
+        if shape.size == 0:
+            raise InvalidArgumentError(None, op, "Dense shape cannot be empty.")
+        dense_rows = int(shape[0])
+        rows = indices[:, 0] if len(indices) else np.zeros(0, np.int64)
+        bad = (rows < 0) | (rows >= dense_rows)
+        if bad.any():
+            i = int(np.argmax(bad))
+            relation = f"{int(rows[i])} < 0" if rows[i] < 0 else f"{int(rows[i])} >= {dense_rows}"
+            raise InvalidArgumentError(None, op, f"indices({i}, 0) is invalid: {relation}")
+        empty = np.ones(dense_rows, bool)
+        empty[rows] = False
+        empty_rows = np.flatnonzero(empty)
+        filler = np.zeros((len(empty_rows), shape.size), np.int64)
+        filler[:, 0] = empty_rows
+        all_indices = np.concatenate([indices.astype(np.int64).reshape(-1, shape.size), filler])
+        all_values = np.concatenate([values, np.full(len(empty_rows), default_value, values.dtype)])
+        order = np.argsort(all_indices[:, 0], kind="stable")  # by row; each row's entries keep their input order
+        reverse_index_map = np.empty(len(order), np.int64)
+        reverse_index_map[order] = np.arange(len(order))
+        return all_indices[order], all_values[order], empty, reverse_index_map[:len(values)]
+    return sparse_fill_empty_rows
+
+
+@kernel("SparseFillEmptyRowsGrad", _NUMERIC, NO_GPU)
+def _sparse_fill_empty_rows_grad(op, ctx):
+    def sparse_fill_empty_rows_grad(reverse_index_map, grad_values):
+        reverse_index_map, grad_values = np.asarray(reverse_index_map), np.asarray(grad_values)
+        if reverse_index_map.ndim != 1 or grad_values.ndim != 1:
+            raise InvalidArgumentError(None, op, f"reverse_index_map and grad_values must be vectors, saw shapes: "
+                                                 f"{dims_text(reverse_index_map.shape)} and "
+                                                 f"{dims_text(grad_values.shape)}")
+        bad = (reverse_index_map < 0) | (reverse_index_map >= len(grad_values))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InvalidArgumentError(None, op, f"Elements in reverse index must be in [0, {len(grad_values)}) but "
+                                                 f"got {int(reverse_index_map[i])}")
+        filled = np.ones(len(grad_values), bool)
+        filled[reverse_index_map] = False
+        return grad_values[reverse_index_map], np.asarray(grad_values[filled].sum(dtype=grad_values.dtype))
+    return sparse_fill_empty_rows_grad
+
+
+# --- SparseConcat --------------------------------------------------------------------------------------------------------
+@kernel("SparseConcat", ALL, NO_GPU)
+def _sparse_concat(op, ctx):
+    count, concat_dim_attr = op._attrs["N"], op._attrs["concat_dim"]
+
+    def sparse_concat(*arrays):
+        inds, vals, shapes = ([np.asarray(x) for x in arrays[i * count:(i + 1) * count]] for i in range(3))
+        for i, (ind, val, shp) in enumerate(zip(inds, vals, shapes)):
+            for what, x, rank in (("indices", ind, 2), ("values", val, 1), ("shapes", shp, 1)):
+                if x.ndim != rank:
+                    kind = "a matrix" if rank == 2 else "a vector"
+                    raise InvalidArgumentError(None, op, f"Input {what} should be {kind} but received shape "
+                                                         f"{dims_text(x.shape)} at position {i}")
+        rank = shapes[0].size
+        concat_dim = concat_dim_attr + rank if concat_dim_attr < 0 else concat_dim_attr
+        if not 0 <= concat_dim < rank:
+            raise InvalidArgumentError(None, op, f"Concat dimension must be in range [{-rank}, {rank}), got "
+                                                 f"{concat_dim_attr}")
+        for i, shp in enumerate(shapes[1:], 1):
+            if shp.size != rank:
+                raise InvalidArgumentError(None, op, f"Ranks of all input tensors must match: expected {rank} but "
+                                                     f"got {shp.size} at position {i}")
+            for d in range(rank):
+                if d != concat_dim and shp[d] != shapes[0][d]:
+                    raise InvalidArgumentError(None, op, f"Input shapes must match: expected {int(shapes[0][d])} "
+                                                         f"for dimension {d} but got {int(shp[d])} at position {i}")
+        offsets = np.cumsum([0] + [int(s[concat_dim]) for s in shapes])
+        shifted = []
+        for ind, offset in zip(inds, offsets):
+            ind = ind.astype(np.int64).copy()
+            ind[:, concat_dim] += offset
+            shifted.append(ind)
+        out_indices, out_values = np.concatenate(shifted), np.concatenate(vals)
+        order = _row_major_order(out_indices)
+        out_shape = shapes[0].astype(np.int64).copy()
+        out_shape[concat_dim] = offsets[-1]
+        return out_indices[order], out_values[order], out_shape
+    return sparse_concat
+
+
+# --- SparseSlice, SparseSliceGrad, SparseSplit -----------------------------------------------------------------------
+def _slice_entries(indices: np.ndarray, shape: np.ndarray, start: np.ndarray, size: np.ndarray):
+    """(which entries lie in the box [start, start + size) clipped to the shape, the box's shape)."""
+    end = np.minimum(start + size, shape)
+    inside = ((indices >= start) & (indices < end)).all(axis=1)
+    return inside, np.maximum(end - start, 0).astype(np.int64)
+
+
+@kernel("SparseSlice", ALL, NO_GPU)
+def _sparse_slice(op, ctx):
+    def sparse_slice(indices, values, shape, start, size):
+        indices, values, shape, start, size = (np.asarray(x) for x in (indices, values, shape, start, size))
+        _check_components(op, indices, values, shape)
+        if start.shape != shape.shape or size.shape != shape.shape:
+            raise InvalidArgumentError(None, op, f"Expected start and size to be vectors of length {shape.size} "
+                                                 f"(the rank of the input), got {dims_text(start.shape)} and "
+                                                 f"{dims_text(size.shape)}")
+        inside, out_shape = _slice_entries(indices, shape, start, size)
+        return (indices[inside] - start).astype(np.int64), values[inside], out_shape
+    return sparse_slice
+
+
+@kernel("SparseSliceGrad", _NUMERIC, NO_GPU)
+def _sparse_slice_grad(op, ctx):
+    def sparse_slice_grad(backprop_val_grad, input_indices, input_start, output_indices):
+        grad, input_indices = np.asarray(backprop_val_grad), np.asarray(input_indices)
+        shifted = input_indices - np.asarray(input_start)
+        at = _positions_in(shifted, np.asarray(output_indices))
+        return np.where(at >= 0, grad[np.maximum(at, 0)] if len(grad) else 0, 0).astype(grad.dtype)
+    return sparse_slice_grad
+
+
+@kernel("SparseSplit", ALL, NO_GPU)
+def _sparse_split(op, ctx):
+    num_split = op._attrs["num_split"]
+
+    def sparse_split(split_dim, indices, values, shape):
+        indices, values, shape = np.asarray(indices), np.asarray(values), np.asarray(shape)
+        _check_components(op, indices, values, shape)
+        rank, axis = shape.size, int(split_dim)
+        if not -rank <= axis < rank:
+            raise InvalidArgumentError(None, op, f"Input split_dim should be between 0 and rank ({rank}), got "
+                                                 f"{axis}")
+        axis %= rank
+        if not 1 <= num_split <= shape[axis]:
+            raise InvalidArgumentError(None, op, f"Input num_split should be between 1 and the splitting dimension "
+                                                 f"size ({int(shape[axis])}), got {num_split}")
+        base, extra = divmod(int(shape[axis]), num_split)
+        sizes = [base + 1 if i < extra else base for i in range(num_split)]
+        starts = np.cumsum([0] + sizes[:-1])
+        outputs = [], [], []
+        for begin, length in zip(starts, sizes):
+            start = np.zeros(rank, np.int64)
+            start[axis] = begin
+            size = shape.astype(np.int64).copy()
+            size[axis] = length
+            inside, out_shape = _slice_entries(indices, shape, start, size)
+            for out, piece in zip(outputs, ((indices[inside] - start).astype(np.int64), values[inside], out_shape)):
+                out.append(piece)
+        return tuple(outputs[0] + outputs[1] + outputs[2])
+    return sparse_split

@@ -26,7 +26,7 @@ def _variable(op, ctx):
     cell = ctx.variable(op)
 
     def read():
-        value = cell.value
+        value = cell.read()
         if value is None:
             raise _uninitialized(op, op)
         return value
@@ -64,8 +64,7 @@ def _update_family(update: str):
         steps, xp = ctx.steps, ctx.xp
         combine = getattr(xp, update)
 
-        def checked_update(value):
-            old = cell.value
+        def checked_update(old, value):
             if old is None:
                 raise _uninitialized(op, var_op)
             if xp.shape(value) != xp.shape(old):
@@ -75,12 +74,15 @@ def _update_family(update: str):
             return combine(old, value)
 
         if _use_locking(op, default=False):
+            def locked_update(value):  # runs with the lock held: no row write can be under way
+                return checked_update(cell.value, value)
+
             def update_locked(value):
-                return cell.update(checked_update, value, steps.slot.journal)
+                return cell.update(locked_update, value, steps.slot.journal)
             return update_locked
 
         def update_unlocked(value):
-            new = checked_update(value)
+            new = checked_update(cell.read(), value)
             cell.write(new, steps.slot.journal)
             return new
         return update_unlocked
@@ -107,7 +109,7 @@ def _initialized_value(op, ctx):
     cell = ctx.variable(ref_variable(op._inputs[0]))
 
     def initialized_value(initial):
-        value = cell.value  # read once: another thread may initialize it between a test and a second read
+        value = cell.read()  # read once: another thread may initialize it between a test and a second read
         return initial if value is None else value
     return initialized_value
 
@@ -134,7 +136,7 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
         if by_rows is not None:
             step = by_rows(xp, op, step)
 
-        def new_values(olds, values):
+        def new_values(olds, values, targets=None):
             for var_op, old in zip(ref_ops, olds):
                 if old is None:
                     raise FailedPreconditionError(None, op, f"Attempting to use uninitialized variables: {var_op.name}")
@@ -146,28 +148,34 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
                 if xp.shape(value) != var_shape:
                     raise InvalidArgumentError(None, op, f"var and {arg} do not have the same shape"
                                                f"{dims_text(var_shape)} {dims_text(xp.shape(value))}")
-            return step(*olds, *values)
-        return storing_kernel(op, ctx, ref_ops, new_values)
+            return step(*olds, *values) if by_rows is None else step(targets, *olds, *values)
+        return storing_kernel(op, ctx, ref_ops, new_values, rows=by_rows is not None)
     return factory
 
 
-def storing_kernel(op, ctx, ref_ops: list, new_values):
+def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False):
     """The kernel of an op that rewrites variables: `new_values(old values, inputs) -> new arrays`, one per variable
     of `ref_ops`, stored journaled (a failed step is undone) and never written in place (fetched values may alias
     them). With `use_locking` every variable's lock is held, in the cells' global order, from the first read to the
     last store (TF's MaybeLockVariableInputMutexesInOrder); without it each store is whole but updates may race
-    (Hogwild). Returns the first variable's new value."""
+    (Hogwild). Returns the first variable's new value.
+
+    A row write (`rows=True`: Scatter*, SparseApply*) is called as `new_values(olds, inputs, targets)` and asks
+    `targets[i](old, rows, view_shape)` for the array to write variable i's rows into: the stored array itself when
+    nothing else refers to it (`VariableCell.claim_in_place`; its old rows journaled), else a copy. So updating a few
+    rows of a large table costs those rows, not the table. Row writes always hold their variables' locks."""
     cells = [ctx.variable(var_op) for var_op in ref_ops]
     steps = ctx.steps
-    if _use_locking(op, default=False):
+    if rows or _use_locking(op, default=False):
         locks = [cell.lock for cell in sorted(set(cells), key=_cell_order)]
+        update = _write_rows if rows else _update_cells
 
         def apply_locked(*values):
-            return _holding(locks, _update_cells, cells, new_values, values, steps.slot.journal)
+            return _holding(locks, update, cells, new_values, values, steps.slot.journal)
         return apply_locked
 
     def apply(*values):
-        news = new_values([cell.value for cell in cells], values)
+        news = new_values([cell.read() for cell in cells], values)
         journal = steps.slot.journal
         for cell, new in zip(cells, news):
             cell.write(new, journal)
@@ -183,6 +191,35 @@ def _update_cells(cells: list, new_values, values, journal):
     news = new_values([cell.value for cell in cells], values)
     for cell, new in zip(cells, news):
         cell.store(new, journal)
+    return news[0]
+
+
+def _write_rows(cells: list, new_values, values, journal):
+    """A row write with every lock held: in place where a cell allows it (undone on any error), else on copies."""
+    in_place = [cell.claim_in_place() if cell not in cells[:i] else False for i, cell in enumerate(cells)]
+    undos: list = [None] * len(cells)
+
+    def target(i: int, old, rows, view_shape: tuple):
+        if not in_place[i]:
+            return old.copy()
+        undos[i] = cells[i].rows_undo(view_shape, np.unique(np.asarray(rows, dtype=np.int64)))
+        return old
+    try:
+        news = new_values([cell.value for cell in cells], values,
+                          [functools.partial(target, i) for i in range(len(cells))])
+    except BaseException:
+        for cell, claimed, undo in zip(cells, in_place, undos):
+            if undo is not None:
+                undo.restore_into(cell.value)
+            if claimed:
+                cell.mutating = False
+        raise
+    for cell, claimed, undo, new in zip(cells, in_place, undos, news):
+        if claimed and undo is not None and new is cell.value:
+            cell.wrote_in_place(undo, journal)
+        else:
+            cell.mutating = False
+            cell.store(new, journal)
     return news[0]
 
 

@@ -74,6 +74,8 @@ def _stitch_infer(op_type: str):
         where = f" for '{name}' (op: '{op_type}') with input shapes: {shapes_text(inputs)}."
         rest, max_index = None, -1
         for ix, d in zip(indices, data):
+            value = constant_value(ix)  # the row count is known only when every index is a constant
+            max_index = None if value is None or max_index is None else max(max_index, int(np.max(value, initial=-1)))
             if ix._shape.ndims is None:
                 continue
             tail = _merge_prefix(d, ix, where)
@@ -83,8 +85,6 @@ def _stitch_infer(op_type: str):
                                      if len(rest) != len(tail) else
                                      f"Dimensions must be equal, but are {rest} and {tail}{where}")
                 rest = tail if rest is None else TensorShape(rest).merge_with(TensorShape(tail)).as_tuple()
-            value = constant_value(ix)
-            max_index = None if value is None or max_index is None else max(max_index, int(np.max(value, initial=-1)))
         rows = None if max_index is None else max_index + 1
         return [(dtype, unknown_shape() if rest is None else TensorShape((rows,) + tuple(rest)))]
     return infer

@@ -17,10 +17,12 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import colocate_with, name_scope
 from adplace.framework.operation import Tensor
 from adplace.framework.sparse_tensor import SparseTensor
-from adplace.framework.tensor_shape import TensorShape
-from adplace.ops import array_ops, clip_ops, data_flow_ops, math_ops, reduction_ops, segment_ops, sort_ops
+from adplace.framework.tensor_shape import TensorShape, unknown_shape
+from adplace.ops import (array_ops, clip_ops, data_flow_ops, math_ops, reduction_ops, segment_ops, sort_ops,
+                         sparse_ops)
+from adplace.ops.broadcast_ops import tile
 from adplace.ops.selection_ops import where
-from adplace.ops.slicing_ops import gather
+from adplace.ops.slicing_ops import gather, slice_
 
 
 def _shards(params) -> list:
@@ -98,6 +100,10 @@ def embedding_lookup(params, ids, partition_strategy: str = "mod", name: str | N
             with colocate_with(params[0]):
                 result = _clip(gather(params[0], ids, name=scope), ids, max_norm)
             return array_ops.identity(result)  # the result itself carries no colocation with the table
+        dtypes = [p.dtype.base_dtype for p in params]
+        if len(set(dtypes)) > 1:  # what the stitch of the shards' rows would report
+            raise TypeError(f"Tensors in list passed to 'data' of 'ParallelDynamicStitch' Op have types "
+                            f"[{', '.join(d.name for d in dtypes)}] that don't all agree.")
         flat_ids = array_ops.reshape(ids, [-1])
         positions = math_ops.range(array_ops.size(flat_ids))
         shard, row = _shard_assignments(params, flat_ids, partition_strategy)
@@ -177,3 +183,66 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy: str 
             return math_ops.divide(summed, segment_ops.segment_sum(weights, segment_ids), name=scope)
         weight_norm = math_ops.sqrt(segment_ops.segment_sum(math_ops.pow(weights, 2), segment_ids))
         return math_ops.divide(summed, weight_norm, name=scope)
+
+
+def _prune(sparse_ids: SparseTensor, sparse_weights, keep: Tensor) -> tuple:
+    """Both SparseTensors restricted to the entries where `keep` is True."""
+    ids = sparse_ops.sparse_retain(sparse_ids, keep)
+    return ids, None if sparse_weights is None else sparse_ops.sparse_retain(sparse_weights, keep)
+
+
+def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None, combiner: str = "mean",
+                                 default_id=None, name: str | None = None, partition_strategy: str = "div",
+                                 max_norm=None) -> Tensor:
+    """embedding_lookup_sparse that tolerates bad input (tf.nn.safe_embedding_lookup_sparse): ids < 0 are dropped,
+    and so (unless combiner is "sum") are ids whose weight is <= 0; a row left with no id gets the embedding of
+    `default_id`, or zeros without one. Ids and weights of shape [d_0, ..., d_n] give a result of shape
+    [d_0, ..., d_{n-1}] + the embedding shape: the last dimension is combined.
+
+        ids = tf.SparseTensor([[0, 0], [0, 1], [2, 0]], [1, -1, 3], [3, 2])
+        tf.nn.safe_embedding_lookup_sparse(table, ids)     # [table[1], zeros, table[3]]
+
+    Raises:
+      ValueError: `embedding_weights` is None or empty, or its shards cannot take the dtype of `sparse_weights`.
+      TypeError: shards of different dtypes.
+    """
+    if embedding_weights is None or (isinstance(embedding_weights, (list, tuple)) and not embedding_weights):
+        raise ValueError(f"Missing embedding_weights {embedding_weights}.")
+    shards = _shards(embedding_weights)
+    dtype = sparse_weights.dtype if sparse_weights is not None else None
+    shards = [convert_to_tensor(w, dtype=dtype) for w in shards]
+    with name_scope(name, "embedding_lookup", shards + [sparse_ids.values]) as scope:
+        original_shape = sparse_ids.dense_shape
+        static_rank = original_shape.shape.with_rank(1).as_tuple()[0]
+        rank = array_ops.size(original_shape) if static_rank is None else static_rank
+        sparse_ids = sparse_ops.sparse_reshape(sparse_ids, [
+            reduction_ops.reduce_prod(slice_(original_shape, [0], [rank - 1])), gather(original_shape, rank - 1)])
+        if sparse_weights is not None:
+            sparse_weights = SparseTensor(sparse_ids.indices, sparse_weights.values, sparse_ids.dense_shape)
+        sparse_ids, sparse_weights = _prune(sparse_ids, sparse_weights, math_ops.greater_equal(sparse_ids.values, 0))
+        if combiner != "sum" and sparse_weights is not None:
+            sparse_ids, sparse_weights = _prune(sparse_ids, sparse_weights, math_ops.greater(sparse_weights.values, 0))
+        sparse_ids, is_row_empty = sparse_ops.sparse_fill_empty_rows(sparse_ids, default_id or 0)
+        if sparse_weights is not None:
+            sparse_weights, _ = sparse_ops.sparse_fill_empty_rows(sparse_weights, 1.0)
+        result = embedding_lookup_sparse(shards, sparse_ids, sparse_weights, combiner=combiner,
+                                         partition_strategy=partition_strategy,
+                                         name=None if default_id is None else scope, max_norm=max_norm)
+        if default_id is None:
+            is_row_empty = tile(array_ops.reshape(is_row_empty, [-1, 1]),
+                                array_ops.stack([1, array_ops.shape(result)[1]]))
+            result = where(is_row_empty, array_ops.zeros_like(result), result, name=scope)
+        final = array_ops.reshape(result, array_ops.concat([
+            slice_(math_ops.cast(original_shape, _dtypes.int32), [0], [rank - 1]),
+            slice_(array_ops.shape(result), [1], [-1])], 0))
+        leading = unknown_shape(None if static_rank is None else static_rank - 1)
+        final.set_shape(leading.concatenate(result.shape[1:]))
+        return final
+
+
+def safe_embedding_lookup_sparse_v2(embedding_weights, sparse_ids, sparse_weights=None, combiner: str = "mean",
+                                    default_id=None, max_norm=None, name: str | None = None) -> Tensor:
+    """safe_embedding_lookup_sparse with the "div" partition strategy (TF 2's tf.nn.safe_embedding_lookup_sparse)."""
+    return safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=sparse_weights,
+                                        combiner=combiner, default_id=default_id, name=name,
+                                        partition_strategy="div", max_norm=max_norm)

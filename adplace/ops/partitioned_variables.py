@@ -313,11 +313,26 @@ class PartitionedVariable:
             pieces = array_ops.split(value, sizes, axis=axis)
         return [assign_fn(var, piece) for var, piece in zip(self._variable_list, pieces)]
 
+    def _assign_each(self, method: str, value, use_locking: bool, name, read_value: bool) -> list:
+        assigns = self._apply_assign_fn(
+            lambda var, piece: getattr(var, method)(piece, use_locking=use_locking, name=name, read_value=read_value),
+            value)
+        return assigns if read_value else [a.op for a in assigns]
+
     def assign(self, value, use_locking: bool = False, name=None, read_value: bool = True) -> list:
         """Assign each part its piece of `value`; the parts' assign tensors (ops when `read_value` is False)."""
-        assigns = self._apply_assign_fn(
-            lambda var, piece: var.assign(piece, use_locking=use_locking, name=name, read_value=read_value), value)
-        return assigns if read_value else [a.op for a in assigns]
+        return self._assign_each("assign", value, use_locking, name, read_value)
+
+    def assign_add(self, value, use_locking: bool = False, name=None, read_value: bool = True) -> list:
+        """Add to each part its piece of `value` (a tensor, a list of pieces or a PartitionedVariable).
+
+            pv.assign_add(tf.ones([4]))   # with 2 parts: [part0 += ones[:2], part1 += ones[2:]]
+        """
+        return self._assign_each("assign_add", value, use_locking, name, read_value)
+
+    def assign_sub(self, value, use_locking: bool = False, name=None, read_value: bool = True) -> list:
+        """Subtract from each part its piece of `value`; the parts' new values (ops when `read_value` is False)."""
+        return self._assign_each("assign_sub", value, use_locking, name, read_value)
 
     def __repr__(self) -> str:
         return (f"<tf.PartitionedVariable '{self._name}' shape={self._shape} dtype={_dtypes.as_dtype(self._dtype).name}"

@@ -19,7 +19,7 @@ from adplace.framework.registry import RegisterGradient, register_op
 from adplace.framework.tensor_shape import TensorShape, dims_text, unknown_shape
 from adplace.ops import array_ops
 from adplace.ops.op_builder import apply_op_1, check_dtype, check_same_dtype, shape_from_tensor, shapes_text
-from adplace.ops.state_ops import merge_error
+from adplace.ops.state_ops import scatter_nd_shape
 
 INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
 
@@ -80,31 +80,12 @@ def gather_nd(params, indices, name: str | None = None, batch_dims: int = 0) -> 
 
 
 # --- ScatterNd, TensorScatterUpdate/Add/Sub -------------------------------------------------------------------------
-def _scatter_nd_shape(out: TensorShape, indices: Tensor, updates: Tensor, where: str) -> None:
-    """TF's ScatterNdShapeHelper: updates = indices.shape[:-1] + out.shape[K:], K = indices.shape[-1]."""
-    _at_least_rank_1(where, indices, updates)
-    ix_shape, up_shape = indices._shape, updates._shape
-    if out.num_elements() == 0 and (ix_shape.num_elements() or up_shape.num_elements()):
-        raise ValueError("Indices and updates specified for empty output shape" + where)
-    if ix_shape.ndims is None or up_shape.ndims is None or ix_shape.as_tuple()[-1] is None:
-        return
-    k, outer = ix_shape.as_tuple()[-1], ix_shape.ndims - 1
-    pairs = ((f"[0,{outer}) of indices", ix_shape, ix_shape[:outer], f"[0,{outer})", up_shape[:outer]),
-             (f"[{k},{out.ndims}) of input", out, out[k:] if out.ndims is not None else out,
-              f"[{outer},{up_shape.ndims})", up_shape[outer:]))
-    for what, whole, part, up_dims, up_part in pairs:
-        if whole.ndims is not None and not part.is_compatible_with(up_part):
-            raise ValueError(f"Dimensions {what}[shape={dims_text(whole.as_tuple())}] = {dims_text(part.as_tuple())} "
-                             f"must match dimensions {up_dims} of updates[shape={dims_text(up_shape.as_tuple())}] = "
-                             f"{dims_text(up_part.as_tuple())}: {merge_error(part, up_part)}" + where)
-
-
 def _scatter_nd_infer(inputs, attrs, name):
     indices, updates, shape_t = inputs
     check_dtype("ScatterNd", "Tindices", indices._dtype, INDEX_TYPES)
     check_same_dtype("ScatterNd", [indices, shape_t], ("indices", "shape"))
     out = shape_from_tensor(shape_t)
-    _scatter_nd_shape(out, indices, updates, _where(name, "ScatterNd", inputs))
+    scatter_nd_shape(out, indices, updates, _where(name, "ScatterNd", inputs), out_name="output")
     return [(updates._dtype.base_dtype, out)]
 
 
@@ -135,7 +116,7 @@ def _tensor_scatter_infer(op_type: str):
         tensor, indices, updates = inputs
         dtype = check_same_dtype(op_type, [tensor, updates], ("tensor", "updates"))
         check_dtype(op_type, "Tindices", indices._dtype, INDEX_TYPES)
-        _scatter_nd_shape(tensor._shape, indices, updates, _where(name, op_type, inputs))
+        scatter_nd_shape(tensor._shape, indices, updates, _where(name, op_type, inputs))
         return [(dtype, tensor._shape)]
     return infer
 

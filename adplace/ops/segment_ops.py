@@ -17,6 +17,7 @@ from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.ops import array_ops, math_ops
 from adplace.ops.op_builder import apply_op_1, check_dtype, constant_value, shapes_text
+from adplace.ops.state_ops import merge_error
 
 INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
 REAL = _dtypes.FLOATING | _dtypes.INTEGER
@@ -44,10 +45,16 @@ def _rows_then_rest(rows, data: Tensor) -> TensorShape:
     return unknown_shape() if dims is None else TensorShape((rows,) + dims[1:])
 
 
-def _num_segments(op_type: str, num_t: Tensor, where: str):
+def _check_num_segments(op_type: str, num_t: Tensor, where: str) -> None:
     check_dtype(op_type, "num_segments", num_t._dtype, INDEX_TYPES)
     _require_rank(num_t, 0, False, where)
+
+
+def _num_segments(num_t: Tensor, where: str, negative: str):
+    """The constant value of `num_segments` (None if unknown); ValueError `negative` + `where` if it is < 0."""
     num = constant_value(num_t)
+    if num is not None and int(num) < 0:
+        raise ValueError(negative.format(int(num)) + where)
     return None if num is None else int(num)
 
 
@@ -59,9 +66,7 @@ def _segment_infer(op_type: str, allowed):
         check_dtype(op_type, "segment_ids", ids._dtype, INDEX_TYPES)
         where = _where(name, op_type, inputs)
         _require_rank(data, 1, True, where)
-        _require_rank(ids, 1, False, where)
-        if data._shape.ndims is not None and ids._shape.ndims is not None:
-            _require_equal(data._shape.as_tuple()[0], ids._shape.as_tuple()[0], where)
+        _require_rank(ids, 1, False, where)  # as TF 1.x, a length mismatch is the kernel's error when it runs
         return [(data._dtype.base_dtype, _rows_then_rest(None, data))]
     return infer
 
@@ -73,14 +78,18 @@ def _unsorted_infer(op_type: str, allowed):
         check_dtype(op_type, "data", data._dtype, allowed)
         check_dtype(op_type, "segment_ids", ids._dtype, INDEX_TYPES)
         where = _where(name, op_type, inputs)
-        rows = _num_segments(op_type, num_t, where)
+        _check_num_segments(op_type, num_t, where)
         d_dims, i_dims = data._shape.as_tuple(), ids._shape.as_tuple()
-        if d_dims is None or i_dims is None:
+        if i_dims is None:
             return [(data._dtype.base_dtype, unknown_shape())]
-        if len(d_dims) < len(i_dims):
-            raise ValueError(f"Shape must be at least rank {len(i_dims)} but is rank {len(d_dims)}{where}")
-        for d, i in zip(d_dims, i_dims):
-            _require_equal(d, i, where)
+        if d_dims is not None:
+            if len(d_dims) < len(i_dims):
+                raise ValueError(f"Shape must be at least rank {len(i_dims)} but is rank {len(d_dims)}{where}")
+            for d, i in zip(d_dims, i_dims):
+                _require_equal(d, i, where)
+        rows = _num_segments(num_t, where, "Dimension size, given by scalar input 2, must be non-negative but is {}")
+        if d_dims is None:
+            return [(data._dtype.base_dtype, unknown_shape())]
         return [(data._dtype.base_dtype, TensorShape((rows,) + d_dims[len(i_dims):]))]
     return infer
 
@@ -96,9 +105,12 @@ def _sparse_infer(op_type: str, allowed):
         _require_rank(data, 1, True, where)
         _require_rank(indices, 1, False, where)
         _require_rank(ids, 1, False, where)
-        if indices._shape.ndims is not None and ids._shape.ndims is not None:
-            _require_equal(indices._shape.as_tuple()[0], ids._shape.as_tuple()[0], where)
-        rows = _num_segments(op_type, inputs[3], where) if len(inputs) == 4 else None
+        if not indices._shape.is_compatible_with(ids._shape):
+            raise ValueError(merge_error(indices._shape, ids._shape) + where)
+        rows = None
+        if len(inputs) == 4:
+            _check_num_segments(op_type, inputs[3], where)
+            rows = _num_segments(inputs[3], where, "Cannot specify a negative value for num_segments")
         return [(data._dtype.base_dtype, _rows_then_rest(rows, data))]
     return infer
 
@@ -138,8 +150,9 @@ def _unsorted_op(op_type: str, data, segment_ids, num_segments, name: str | None
 def _sparse_op(kind: str, data, indices, segment_ids, name: str | None, num_segments) -> Tensor:
     op_type = f"SparseSegment{kind}" + ("" if num_segments is None else "WithNumSegments")
     with name_scope(name, op_type, [data, indices, segment_ids]) as scope:
-        inputs = [convert_to_tensor(data, name="data"), convert_to_tensor(indices, name="indices"),
-                  convert_to_tensor(segment_ids, name="segment_ids")]
+        inputs = [convert_to_tensor(data, name="data"),  # TF's default index type: [] becomes int32
+                  convert_to_tensor(indices, name="indices", preferred_dtype=_dtypes.int32),
+                  convert_to_tensor(segment_ids, name="segment_ids", preferred_dtype=_dtypes.int32)]
         attrs = {"T": inputs[0].dtype.base_dtype, "Tidx": inputs[1].dtype.base_dtype}
         if num_segments is not None:
             inputs.append(convert_to_tensor(num_segments, name="num_segments"))
@@ -206,12 +219,16 @@ def unsorted_segment_prod(data, segment_ids, num_segments, name: str | None = No
 
 
 def _segment_counts(data: Tensor, ids: Tensor, num_segments) -> Tensor:
-    """How many rows each segment got (at least 1), shaped [num_segments, 1, ...] to broadcast against the sums."""
+    """How many rows each segment got (at least 1), shaped [num_segments, 1, ...] to broadcast against the sums.
+    With known ranks the shape is a constant, so the result keeps the static shape of the sums, as in TF."""
     num_t = convert_to_tensor(num_segments)
-    counts = unsorted_segment_sum(array_ops.ones(array_ops.shape(ids), dtype=data.dtype.base_dtype), ids, num_t)
-    ones = array_ops.ones(array_ops.expand_dims(array_ops.rank(data) - array_ops.rank(ids), 0),
-                          dtype=num_t.dtype.base_dtype)
-    shape = array_ops.concat([array_ops.expand_dims(num_t, 0), ones], 0)
+    counts = unsorted_segment_sum(array_ops.ones_like(ids, dtype=data.dtype.base_dtype), ids, num_t)
+    if data._shape.ndims is not None and ids._shape.ndims is not None:
+        shape = [-1] + [1] * (data._shape.ndims - ids._shape.ndims)
+    else:
+        ones = array_ops.ones(array_ops.expand_dims(array_ops.rank(data) - array_ops.rank(ids), 0),
+                              dtype=num_t.dtype.base_dtype)
+        shape = array_ops.concat([array_ops.expand_dims(num_t, 0), ones], 0)
     return math_ops.maximum(array_ops.reshape(counts, shape), 1)
 
 

@@ -9,7 +9,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.framework.sparse_tensor import SparseTensor
 from adplace.ops import array_ops, linalg_ops, math_ops, reduction_ops, slicing_ops, sparse_ops
-from adplace.ops.op_builder import apply_op
+from adplace.ops.op_builder import apply_op, apply_op_1
 
 
 @RegisterGradient("SparseToDense")
@@ -77,5 +77,78 @@ def _sparse_reduce_sum_grad(op, grad):
     return [None, sparse_ops.gather_at(kept_grad, math_ops.floordiv(indices, scale), kept_shape), None, None]
 
 
-for _op_type in ("SparseAddGrad", "SparseReshape"):
+def _sparse_dense_cwise_grad(op, grad, is_mul: bool) -> list:
+    """Each sparse entry i met the dense value y[scaled_i] (its index with the broadcast dimensions at 0): dx is
+    grad * y (or grad / y), and dy adds up grad * x (or -grad * x / y**2) over the entries that read each element."""
+    x_indices, x_values, x_shape, y = op._inputs
+    y_shape = math_ops.cast(array_ops.shape(y), _dtypes.int64)
+    added_dims = array_ops.expand_dims(array_ops.size(x_shape) - array_ops.size(y_shape), 0)
+    augmented_y_shape = array_ops.concat([array_ops.ones(added_dims, _dtypes.int64), y_shape], 0)
+    scaled = math_ops.floordiv(x_indices, math_ops.floordiv(x_shape, augmented_y_shape))
+    scaled = slicing_ops.slice_(scaled, array_ops.concat([[0], added_dims], 0), [-1, -1])
+    dense_values = sparse_ops.gather_at(y, scaled, y_shape)
+    if is_mul:
+        x_grad, y_values_grad = grad * dense_values, grad * x_values
+    else:
+        x_grad = grad / dense_values
+        y_values_grad = grad * (-x_values / math_ops.square(dense_values))
+    y_grad = sparse_ops.sparse_add(array_ops.zeros_like(y), SparseTensor(scaled, y_values_grad, y_shape))
+    return [None, x_grad, None, y_grad]
+
+
+RegisterGradient("SparseDenseCwiseMul")(lambda op, grad: _sparse_dense_cwise_grad(op, grad, True))
+RegisterGradient("SparseDenseCwiseDiv")(lambda op, grad: _sparse_dense_cwise_grad(op, grad, False))
+
+
+def _not_implemented(op_type: str):
+    """TF registers these gradients only to refuse them."""
+    def grad(op, *grads):
+        raise NotImplementedError(f"Gradient for {op_type} is currently not implemented yet.")
+    return grad
+
+
+for _op_type in ("SparseDenseCwiseAdd", "SparseSparseMaximum", "SparseSparseMinimum"):
+    RegisterGradient(_op_type)(_not_implemented(_op_type))
+
+
+def _no_gradient(op, *grads):
+    """TF defines no gradient for the sparse max reductions and the SparseTensor-output sums: differentiating
+    through one is the LookupError TF gives."""
+    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
+
+
+for _op_type in ("SparseReduceMax", "SparseReduceMaxSparse", "SparseReduceSumSparse", "SparseSplit",
+                 "SparseSliceGrad"):
+    RegisterGradient(_op_type)(_no_gradient)
+
+
+@RegisterGradient("SparseSlice")
+def _sparse_slice_grad(op, unused_indices_grad, values_grad, unused_shape_grad):
+    """Each input value kept by the slice gets its output's gradient; the others 0."""
+    indices, values, _, start, _ = op._inputs
+    grad = apply_op_1("SparseSliceGrad", [values_grad, indices, start, op._outputs[0]],
+                      {"T": values_grad.dtype.base_dtype})
+    grad.set_shape(values.shape)
+    return [None, grad, None, None, None]
+
+
+@RegisterGradient("SparseSoftmax")
+def _sparse_softmax_grad(op, grad):
+    """As SoftmaxGrad over the values present: (grad - sum_row(grad * softmax)) * softmax."""
+    indices, _, shape = op._inputs
+    softmax = op._outputs[0]
+    row_sums = -sparse_ops.sparse_reduce_sum(SparseTensor(indices, softmax * grad, shape), [-1], keepdims=True)
+    shifted = sparse_ops.sparse_dense_cwise_add(SparseTensor(indices, grad, shape), row_sums)
+    return [None, shifted.values * softmax, None]
+
+
+@RegisterGradient("SparseFillEmptyRows")
+def _sparse_fill_empty_rows_grad(op, unused_indices_grad, values_grad, unused_indicator_grad, unused_map_grad):
+    """Input values get the gradients of the outputs they moved to; the default value the sum of the rest."""
+    grads = apply_op("SparseFillEmptyRowsGrad", [op._outputs[3], values_grad],
+                     {"T": values_grad.dtype.base_dtype})._outputs
+    return [None, grads[0], None, grads[1]]
+
+
+for _op_type in ("SparseAddGrad", "SparseReshape", "SparseFillEmptyRowsGrad", "SparseConcat"):
     NotDifferentiable(_op_type)

@@ -149,30 +149,39 @@ def _scatter_infer(op_type: str, allowed):
     return infer
 
 
+def scatter_nd_shape(out: TensorShape, indices: Tensor, updates: Tensor, where: str, out_name: str = "input") -> None:
+    """TF's ScatterNd shape checks (ScatterNdUpdateShape; ScatterNd names its `out` "output"): indices [..., K]
+    address out.shape[:K], and updates = indices.shape[:-1] + out.shape[K:]. ValueError otherwise:
+
+        scatter_nd_shape(TensorShape([2, 2, 2]), zeros([3, 2, 2]), zeros([2, 2, 2]), where)
+        # The outer 2 dimensions of indices.shape=[3,2,2] must match the outer 2 dimensions of updates.shape=[2,2,2]: ...
+    """
+    for t in (indices, updates):
+        if t._shape.ndims == 0:
+            raise ValueError("Shape must be at least rank 1 but is rank 0" + where)
+    ix_shape, up_shape = indices._shape, updates._shape
+    if out.num_elements() == 0 and (ix_shape.num_elements() or up_shape.num_elements()):
+        raise ValueError("Indices and updates specified for empty output shape" + where)
+    if ix_shape.ndims is None or up_shape.ndims is None or ix_shape.as_tuple()[-1] is None:
+        return
+    k, outer = ix_shape.as_tuple()[-1], ix_shape.ndims - 1
+    ix_text, up_text = dims_text(ix_shape.as_tuple()), dims_text(up_shape.as_tuple())
+    if not ix_shape[:outer].is_compatible_with(up_shape[:outer]):
+        raise ValueError(f"The outer {outer} dimensions of indices.shape={ix_text} must match the outer {outer} "
+                         f"dimensions of updates.shape={up_text}: {merge_error(ix_shape[:outer], up_shape[:outer])}"
+                         + where)
+    if out.ndims is not None and not out[k:].is_compatible_with(up_shape[outer:]):
+        raise ValueError(f"The inner {out.ndims - k} dimensions of {out_name}.shape={dims_text(out.as_tuple())} must "
+                         f"match the inner {up_shape.ndims - outer} dimensions of updates.shape={up_text}: "
+                         f"{merge_error(out[k:], up_shape[outer:])}" + where)
+
+
 def _scatter_nd_infer(op_type: str, allowed):
-    """TF's ScatterNdUpdateShape: indices [..., K] address ref.shape[:K]; updates = indices.shape[:-1] +
-    ref.shape[K:]."""
+    """ScatterNdUpdate/Add/Sub: the scatter checks, then scatter_nd_shape against the variable's shape."""
     def infer(inputs, attrs, name):
         ref, indices, updates = inputs
-        where = _scatter_checks(op_type, allowed, inputs, name)
-        for t in (indices, updates):
-            if t._shape.ndims == 0:
-                raise ValueError("Shape must be at least rank 1 but is rank 0" + where)
-        ref_shape, ix_shape, up_shape = ref._shape, indices._shape, updates._shape
-        if ref_shape.num_elements() == 0 and (ix_shape.num_elements() or up_shape.num_elements()):
-            raise ValueError("Indices and updates specified for empty input" + where)
-        if ix_shape.ndims is not None and up_shape.ndims is not None and ix_shape.as_tuple()[-1] is not None:
-            k, outer = ix_shape.as_tuple()[-1], ix_shape.ndims - 1
-            pairs = ((f"[0,{outer}) of indices", ix_shape, ix_shape[:outer], f"[0,{outer})", up_shape[:outer]),
-                     (f"[{k},{ref_shape.ndims}) of input", ref_shape, ref_shape[k:], f"[{outer},{up_shape.ndims})",
-                      up_shape[outer:]))
-            for what, whole, part, up_dims, up_part in pairs:
-                if whole.ndims is not None and not part.is_compatible_with(up_part):
-                    raise ValueError(f"Dimensions {what}[shape={dims_text(whole.as_tuple())}] = "
-                                     f"{dims_text(part.as_tuple())} must match dimensions {up_dims} of updates"
-                                     f"[shape={dims_text(up_shape.as_tuple())}] = {dims_text(up_part.as_tuple())}: "
-                                     f"{merge_error(part, up_part)}" + where)
-        return [(ref._dtype, ref_shape)]
+        scatter_nd_shape(ref._shape, indices, updates, _scatter_checks(op_type, allowed, inputs, name))
+        return [(ref._dtype, ref._shape)]
     return infer
 
 

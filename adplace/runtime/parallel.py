@@ -25,6 +25,7 @@ from adplace.runtime.variable_state import interrupts_deferred
 DISPATCH_NS = 25_000      # handing a step to another thread: queue, wake-up, GIL hand-over (measured, 2-core host)
 STEP_NS = 3_000           # bookkeeping per step in a parallel run (lock, ready counts, frees)
 BLAS_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2"})  # kernels that use every core on their own
+BLOCKING_OPS = frozenset({"PyFunc", "PyFuncStateless"})  # kernels that may wait for another step of the same run
 _DONE = object()
 
 

@@ -49,9 +49,11 @@ class StepRunner:
         return self._pool
 
     def prepare(self, plan: Plan) -> None:
-        """Set a new plan's mode: parallel at once when threads were asked for and its steps can overlap."""
+        """Set a new plan's mode: parallel at once when its steps can overlap and threads were asked for, or when
+        it holds several kernels that may wait on each other (py_funcs: run in turn, one could wait forever)."""
         plan.mode, plan.parallel_run = "sequential", None
-        if self.inter_threads > 1 and self.explicit and len(plan.kernels) > 1:
+        may_wait = sum(op.type in parallel.BLOCKING_OPS for op in plan.ops) > 1
+        if self.inter_threads > 1 and (self.explicit or may_wait) and len(plan.kernels) > 1:
             schedule = parallel.Schedule(plan)
             if schedule.can_overlap:
                 self._go_parallel(plan, schedule)

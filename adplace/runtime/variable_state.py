@@ -3,6 +3,12 @@
 The rules (README, "Reliability"):
 - A variable's value is one array reference in its `VariableCell`; a write swaps in a new array, so a reader sees the
   old or the new value, never a torn one. Every write happens under the cell's lock and bumps its version.
+- The one exception, for sparse updates of large tables: a row write (Scatter*, SparseApply*) may change the stored
+  NumPy array in place when nothing else refers to it (no fetch result, step slot, journal record or view:
+  `claim_in_place`). It sets `mutating` before that check and holds the lock while writing; readers take the value
+  with `read()`, which waits for the lock when `mutating` is set, so under the GIL either the writer sees the
+  reader's reference (and copies) or the reader waits: still never a torn value. Its journal record holds the old
+  rows (`RowsUndo`) instead of the old array.
 - Ops with `use_locking=True` hold the locks of all their variables (in a fixed order) for the whole
   read-modify-write, so N threads x K locked increments give exactly N*K. Without locking, concurrent updates may
   be lost, as in TF (Hogwild), but each write is still whole.
@@ -23,10 +29,13 @@ from __future__ import annotations
 import _signal  # signal's C functions: signal.signal's enum conversions cost 2 us a call, twice per parallel run
 import contextlib
 import signal
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+
+import numpy as np
 
 
 # Before blocking on a held variable lock, a writer gives up the GIL once (time.sleep(0)): the holder may be a thread
@@ -36,16 +45,60 @@ from collections.abc import Callable, Iterator
 step_aside = time.sleep
 
 
+class RowsUndo:
+    """A journal record's old value for an in-place row write: `old_rows`, the rows `rows` of the array viewed with
+    shape `view_shape` before the write."""
+
+    __slots__ = ("view_shape", "rows", "old_rows")
+
+    def __init__(self, view_shape: tuple, rows: np.ndarray, old_rows: np.ndarray):
+        self.view_shape, self.rows, self.old_rows = view_shape, rows, old_rows
+
+    def restore_into(self, array: np.ndarray) -> None:
+        array.reshape(self.view_shape)[self.rows] = self.old_rows
+
+
 class VariableCell:
     """A variable's value in one session, on the variable's placed device, with its lock and write count."""
 
-    __slots__ = ("value", "name", "device", "version", "lock", "order", "__weakref__")
+    __slots__ = ("value", "name", "device", "version", "lock", "order", "mutating", "__weakref__")
 
     def __init__(self, name: str, device, order: int = 0):
         self.value, self.name, self.device = None, name, device
         self.version = 0
         self.lock = threading.Lock()
         self.order = order  # a global lock order: multi-variable ops take their locks sorted by it
+        self.mutating = False  # a row write is changing the stored array in place (lock held)
+
+    def read(self):
+        """The value, for a reader holding no lock: while a row write changes it in place, wait and read again."""
+        value = self.value
+        if self.mutating:
+            with self.lock:
+                value = self.value
+        return value
+
+    def claim_in_place(self) -> bool:
+        """With the lock held: may the stored array be changed in place now? Only a NumPy array owning its memory
+        that nothing else refers to. Sets `mutating` first (a reader arriving later waits); clears it when not."""
+        self.mutating = True
+        value = self.value
+        if type(value) is np.ndarray and value.base is None and value.flags.writeable and \
+                value.flags.c_contiguous and sys.getrefcount(value) == 3:  # the cell, `value`, getrefcount's arg
+            return True
+        self.mutating = False
+        return False
+
+    def rows_undo(self, view_shape: tuple, rows: np.ndarray) -> RowsUndo:
+        """The undo record of a row write about to change `rows` of the value viewed as `view_shape`."""
+        return RowsUndo(view_shape, rows, self.value.reshape(view_shape)[rows].copy())
+
+    def wrote_in_place(self, undo: RowsUndo, journal: list | None) -> None:
+        """After an in-place row write (lock held): journal its undo, bump the version, let readers in again."""
+        if journal is not None:
+            journal.append((self, undo, self.version))
+        self.version += 1
+        self.mutating = False
 
     def store(self, new, journal: list | None) -> None:
         """Replace the value; the caller holds `self.lock`. The step's journal gets (cell, old value, old version)."""
@@ -79,27 +132,42 @@ class VariableCell:
 def rollback(journal: list) -> list[str]:
     """Undo a failed step: restore each variable it wrote unless another step wrote it since.
 
-    For each variable, the journal's first record holds the value and version before the step's first write, and
-    the number of records is the step's writes: the variable is untouched by others exactly when its version is
-    that version plus those writes. Returns the names of the variables left with the other step's value. A restored
-    variable gets back its old version too, so a step that wrote it before this one can still undo its own write.
+    For each variable, the journal's first record holds the version before the step's first write, and the number
+    of records is the step's writes: the variable is untouched by others exactly when its version is that version
+    plus those writes. Its records are then undone newest first: a whole write restores the array it replaced, a
+    row write its old rows (into a copy: a reader may hold the current array). Returns the names of the variables
+    left with the other step's value. A restored variable gets back its old version too, so a step that wrote it
+    before this one can still undo its own write.
     """
-    first: dict = {}  # cell -> [old value, old version, writes], in first-write order
+    records: dict = {}  # cell -> [old version, old values in write order], in first-write order
     for cell, old, version in journal:
-        entry = first.get(cell)
+        entry = records.get(cell)
         if entry is None:
-            first[cell] = [old, version, 1]
+            records[cell] = [version, [old]]
         else:
-            entry[2] += 1
+            entry[1].append(old)
     kept = []
-    for cell, (old, version, writes) in first.items():
+    for cell, (version, olds) in records.items():
         with cell.lock:
-            if cell.version == version + writes:
-                cell.value, cell.version = old, version
+            if cell.version == version + len(olds):
+                cell.value, cell.version = _undone(cell.value, olds), version
             else:
                 kept.append(cell.name)
     journal.clear()
     return kept
+
+
+def _undone(value, olds: list):
+    """`value` with the writes whose old values are `olds` (oldest first) undone."""
+    private = False  # whether `value` is a copy made here (row undos write into it)
+    for old in reversed(olds):
+        if isinstance(old, RowsUndo):
+            if not private:
+                value, private = value.copy(), True
+            old.restore_into(value)
+        else:
+            value, private = old, False
+    return value
 
 
 class StepSlot:

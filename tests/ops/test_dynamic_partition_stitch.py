@@ -101,6 +101,17 @@ def test_stitch_last_write_wins_and_unknown_shapes():
     assert tf.dynamic_stitch([tf.placeholder(tf.int32)], [[1.0]]).shape.ndims is None
 
 
+
+@pytest.mark.parametrize("fn", [tf.dynamic_stitch, tf.parallel_dynamic_stitch])
+def test_stitch_row_count_is_unknown_unless_every_index_is_a_constant(fn):
+    p = tf.placeholder(tf.int32)  # unknown rank: contributes no row shape, but still no constant
+    for indices in ([p, tf.constant(1)], [tf.constant(1), p]):
+        s = fn(indices, [tf.constant(40), tf.constant(60)])
+        assert s.shape.as_list() == [None]
+    s = fn([p, tf.constant(1)], [tf.constant(40), tf.constant(60)])
+    assert run(s, {p: 5}).tolist() == [0, 60, 0, 0, 0, 40]
+    assert fn([tf.constant(0), tf.constant(1)], [tf.constant(40), tf.constant(60)]).shape.as_list() == [2]
+
 def test_stitch_errors():
     with pytest.raises(ValueError, match="must match length 2 of argument 'indices'"):
         tf.dynamic_stitch([[0], [1]], [[1.0]])

@@ -213,3 +213,65 @@ def test_embedding_lookup_sparse_argument_errors_and_gradient():
     y = tf.nn.embedding_lookup_sparse(x, sp_ids, None, combiner="sqrtn")
     with tf.Session():
         assert tf.test.compute_gradient_error(x, [13, 2], y, [4, 2], x_init_value=TABLE) < 1e-8
+
+
+# --- safe_embedding_lookup_sparse -----------------------------------------------------------------------------------
+SAFE_TABLE = np.arange(12.0).reshape(4, 3)
+SAFE_INDICES = [[0, 0], [0, 1], [0, 2], [1, 0], [3, 0], [4, 0], [4, 1]]
+SAFE_IDS = [0, 1, -1, -1, 2, 0, 1]            # row 1: only an invalid id; row 2: nothing
+SAFE_WEIGHTS = [1.0, 2.0, 1.0, 1.0, 3.0, 0.0, -0.5]   # row 4: no positive weight
+
+
+def _safe_inputs(shape=(5, 4), indices=SAFE_INDICES):
+    ids = tf.SparseTensor(indices, np.array(SAFE_IDS, np.int64), shape)
+    weights = tf.SparseTensor(indices, np.array(SAFE_WEIGHTS, np.float32), shape)
+    return ids, weights
+
+
+def test_safe_lookup_prunes_bad_ids_and_weights_and_fills_empty_rows():
+    table = SAFE_TABLE.astype(np.float32)
+    ids, weights = _safe_inputs()
+    mean_row0 = (table[0] + 2 * table[1]) / 3
+    zeros = np.zeros(3)
+    np.testing.assert_allclose(run(tf.nn.safe_embedding_lookup_sparse(table, ids, weights)),
+                               [mean_row0, zeros, zeros, table[2], zeros], rtol=1e-6)
+    np.testing.assert_allclose(run(tf.nn.safe_embedding_lookup_sparse(table, ids, weights, default_id=3)),
+                               [mean_row0, table[3], table[3], table[2], table[3]], rtol=1e-6)
+    unweighted = (table[0] + table[1]) / 2
+    np.testing.assert_allclose(run(tf.nn.safe_embedding_lookup_sparse(table, ids)),
+                               [unweighted, zeros, zeros, table[2], unweighted], rtol=1e-6)
+    # "sum" keeps ids of weight <= 0
+    np.testing.assert_allclose(run(tf.nn.safe_embedding_lookup_sparse(table, ids, weights, combiner="sum")),
+                               [table[0] + 2 * table[1], zeros, zeros, 3 * table[2], -0.5 * table[1]], rtol=1e-6)
+
+
+def test_safe_lookup_combines_the_last_dimension_of_higher_rank_ids_over_div_shards():
+    table = SAFE_TABLE.astype(np.float32)
+    indices = [[0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 1, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    ids, _ = _safe_inputs((2, 3, 4), indices)
+    result = tf.nn.safe_embedding_lookup_sparse(np.array_split(table, 3), ids)
+    assert result.shape.as_list() == [None, None, 3]
+    unweighted, zeros = (table[0] + table[1]) / 2, np.zeros(3)
+    np.testing.assert_allclose(run(result), [[unweighted, zeros, zeros], [table[2], unweighted, zeros]], rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Converting sparse IndexedSlices")  # gather of a gather: TF densifies (and warns) too
+def test_safe_lookup_gradient_reaches_only_the_rows_used():
+    table = tf.Variable(SAFE_TABLE)
+    ids, weights = _safe_inputs()
+    weights = tf.SparseTensor(weights.indices, tf.cast(weights.values, tf.float64), weights.dense_shape)
+    result = tf.nn.safe_embedding_lookup_sparse(table, ids, weights, default_id=3)
+    grad, = tf.gradients(tf.reduce_sum(result), table)
+    # row 0 -> ids 0, 1 with weights 1/3, 2/3; rows 1, 2, 4 -> default id 3; row 3 -> id 2
+    np.testing.assert_allclose(dense(run(grad)), np.repeat([[1 / 3], [2 / 3], [1.0], [3.0]], 3, axis=1))
+
+
+def test_safe_lookup_errors():
+    ids, weights = _safe_inputs()
+    with pytest.raises(ValueError, match=r"Missing embedding_weights \[\]"):
+        tf.nn.safe_embedding_lookup_sparse([], ids)
+    shards = [SAFE_TABLE[:2].astype(np.float32), SAFE_TABLE[2:]]
+    with pytest.raises(TypeError, match="have types \\[float32, float64\\] that don't all agree"):
+        tf.nn.safe_embedding_lookup_sparse(shards, ids)
+    with pytest.raises(ValueError, match="float32"):
+        tf.nn.safe_embedding_lookup_sparse([tf.constant(SAFE_TABLE)], ids, weights)

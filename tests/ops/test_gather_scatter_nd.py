@@ -163,13 +163,30 @@ def test_scatter_nd_slices_and_names_of_inputs():
     np.testing.assert_array_equal(run(s), expected)
 
 
+def test_scatter_nd_strings_start_empty_and_repeats_concatenate():
+    words = tf.scatter_nd([[2], [0], [2]], tf.constant([b"up", b"x", b"on"]), [4])
+    rows = tf.scatter_nd([[1]], tf.constant([[b"p", b"q"]]), [2, 2])
+    got_words, got_rows = run([words, rows])
+    assert got_words.tolist() == [b"x", b"", b"upon", b""]
+    assert got_rows.tolist() == [[b"", b""], [b"p", b"q"]]
+
+
 def test_scatter_nd_static_shape_errors():
-    with pytest.raises(ValueError, match=r"Dimensions \[0,1\) of indices\[shape=\[2,1\]\] = \[2\] must match "
-                                         r"dimensions \[0,1\) of updates\[shape=\[3\]\] = \[3\]"):
+    with pytest.raises(ValueError, match=r"The outer 1 dimensions of indices\.shape=\[2,1\] must match the outer 1 "
+                                         r"dimensions of updates\.shape=\[3\]: Dimension 0 in both shapes must be "
+                                         r"equal, but are 2 and 3\. Shapes are \[2\] and \[3\]\. for 'ScatterNd'"):
         tf.scatter_nd([[0], [1]], [1.0, 2.0, 3.0], [4])
-    with pytest.raises(ValueError, match=r"Dimensions \[1,2\) of input\[shape=\[4,3\]\] = \[3\] must match "
-                                         r"dimensions \[1,2\) of updates\[shape=\[2,2\]\]"):
+    with pytest.raises(ValueError, match=r"The inner 1 dimensions of output\.shape=\[4,3\] must match the inner 1 "
+                                         r"dimensions of updates\.shape=\[2,2\]: Dimension 0 in both shapes must be "
+                                         r"equal, but are 3 and 2"):
         tf.scatter_nd([[0], [1]], [[1.0, 2.0], [3.0, 4.0]], [4, 3])
+    with pytest.raises(ValueError, match=r"The inner 1 dimensions of input\.shape=\[4,3\] must match the inner 1 "
+                                         r"dimensions of updates\.shape=\[2,2\]: .* for 'TensorScatterAdd'"):
+        tf.tensor_scatter_add(tf.zeros([4, 3]), [[0], [1]], [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(ValueError, match=r"The outer 2 dimensions of indices\.shape=\[3,2,2\] must match the outer 2 "
+                                         r"dimensions of updates\.shape=\[2,2,2\]"):
+        tf.tensor_scatter_update(tf.zeros([2, 2, 2], tf.int32), tf.zeros([3, 2, 2], tf.int32),
+                                 tf.zeros([2, 2, 2], tf.int32))
     with pytest.raises(ValueError, match="Indices and updates specified for empty output shape"):
         tf.scatter_nd([[0]], [1.0], [0])
     with pytest.raises(ValueError, match="Shape must be at least rank 1 but is rank 0"):

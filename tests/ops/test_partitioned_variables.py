@@ -339,6 +339,23 @@ def test_assign_splits_the_value_over_the_parts():
         assert sess.run(pv.as_tensor()).sum() == 0
 
 
+
+
+def test_assign_add_and_sub_update_each_part_with_its_piece():
+    with tf.variable_scope("s", partitioner=tf.fixed_size_partitioner(2)):
+        pv = tf.get_variable("pv", shape=[4], initializer=tf.zeros_initializer())
+        other = tf.get_variable("other", shape=[4], initializer=tf.constant_initializer(5.0))
+    plus = pv.assign_add(tf.constant([1.0, 2.0, 3.0, 4.0]))
+    minus = pv.assign_sub([tf.constant([10.0, 10.0]), tf.constant([20.0, 20.0])])
+    minus_other = pv.assign_sub(other, read_value=False)
+    assert [t.op.type for t in plus] == ["AssignAdd"] * 2 and [t.op.type for t in minus] == ["AssignSub"] * 2
+    assert all(isinstance(op, tf.Operation) for op in minus_other)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert [p.tolist() for p in sess.run(plus)] == [[1.0, 2.0], [3.0, 4.0]]
+        assert [p.tolist() for p in sess.run(minus)] == [[-9.0, -8.0], [-17.0, -16.0]]
+        sess.run(minus_other)
+        assert sess.run(pv.as_tensor()).tolist() == [-14.0, -13.0, -22.0, -21.0]
 # --- PartitionInfo -------------------------------------------------------------------------------------------
 def test_partition_info_checks_and_offsets():
     assert _PartitionInfo is PartitionInfo

@@ -299,13 +299,14 @@ def test_scatter_nd_out_of_range_names_the_coordinates():
 
 def test_scatter_nd_shape_errors_at_graph_construction():
     ref = tf.Variable(tf.zeros([2, 2, 2], tf.int32))
-    with pytest.raises(ValueError, match=r"Dimensions \[0,2\) of indices\[shape=\[3,2,2\]\] = \[3,2\] must match "
-                                         r"dimensions \[0,2\) of updates\[shape=\[2,2,2\]\] = \[2,2\]: Dimension 0 in "
-                                         r"both shapes must be equal, but are 3 and 2"):
+    with pytest.raises(ValueError, match=r"The outer 2 dimensions of indices\.shape=\[3,2,2\] must match the outer 2 "
+                                         r"dimensions of updates\.shape=\[2,2,2\]: Dimension 0 in both shapes must be "
+                                         r"equal, but are 3 and 2\. Shapes are \[3,2\] and \[2,2\]\. for "
+                                         r"'ScatterNdUpdate'"):
         tf.scatter_nd_update(ref, tf.zeros([3, 2, 2], tf.int32), tf.zeros([2, 2, 2], tf.int32))
-    with pytest.raises(ValueError, match=r"Dimensions \[1,3\) of input\[shape=\[2,2,2\]\] = \[2,2\] must match "
-                                         r"dimensions \[2,2\) of updates\[shape=\[2,2\]\] = \[\]: Shapes must be "
-                                         r"equal rank, but are 2 and 0"):
+    with pytest.raises(ValueError, match=r"The inner 2 dimensions of input\.shape=\[2,2,2\] must match the inner 0 "
+                                         r"dimensions of updates\.shape=\[2,2\]: Shapes must be equal rank, but are 2 "
+                                         r"and 0"):
         tf.scatter_nd_update(ref, tf.zeros([2, 2, 1], tf.int32), tf.zeros([2, 2], tf.int32))
     with pytest.raises(ValueError, match=r"Shape must be at least rank 1 but is rank 0 for 'ScatterNdAdd'"):
         tf.scatter_nd_add(ref, 0, tf.zeros([2, 2], tf.int32))

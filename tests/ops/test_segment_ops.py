@@ -53,10 +53,26 @@ def test_sorted_segment_integer_mean_truncates_and_dtypes():
 def test_sorted_segment_static_shape_errors():
     with pytest.raises(ValueError, match=r"Shape must be rank 1 but is rank 2 for 'SegmentSum(_\d+)?'"):
         tf.segment_sum(DATA, [[0, 0, 0, 0, 0, 0]])
-    with pytest.raises(ValueError, match="Dimensions must be equal, but are 6 and 2"):
-        tf.segment_sum(DATA, [0, 1])
     with pytest.raises(TypeError, match="segment_ids"):
         tf.segment_sum(DATA, np.zeros(6, np.float32))
+
+
+def test_sorted_segment_length_mismatch_is_a_run_time_error():
+    y = tf.segment_sum(DATA, [0, 1])  # TF 1.x's shape function leaves it to the kernel
+    assert y.shape.as_list() == [None, 2]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="segment_ids should be the same size as dimension 0"):
+        run(y)
+
+
+def test_negative_last_segment_id_is_reported_before_the_order():
+    data = np.ones((4, 2), np.float32)
+    for y in (tf.segment_sum(data, [0, 0, 0, -1]), tf.segment_max(data, [0, 0, 0, -2]),
+              tf.sparse_segment_sum(data, [3, 2, 0, 1], [0, 0, 0, -1]),
+              tf.sparse_segment_mean(data, [3, 2, 0, 1], [0, 0, 0, -1], num_segments=0)):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="segment ids must be >= 0"):
+            run(y)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="segment ids are not increasing"):
+        run(tf.segment_sum(data, [0, 0, -1, 1]))
 
 
 def test_sorted_segment_run_time_errors():
@@ -106,6 +122,11 @@ def test_unsorted_mean_and_sqrt_n_are_compositions():
     assert mean.op.name.startswith("UnsortedSegmentMean/") and sqrt_n.op.name.startswith("UnsortedSegmentSqrtN/")
     np.testing.assert_allclose(run(mean), reference("mean", DATA, ids, 4, 0.0))
     np.testing.assert_allclose(run(sqrt_n), reference("sqrt_n", DATA, ids, 4, 0.0))
+    assert mean.shape.as_list() == sqrt_n.shape.as_list() == [4, 2]
+    unknown_num = tf.unsorted_segment_mean(DATA, ids, tf.placeholder(tf.int32, []))
+    assert unknown_num.shape.as_list() == [None, 2]
+    matrix_ids = tf.unsorted_segment_sqrt_n(np.ones((2, 3, 4)), [[0, 1, 0], [2, 1, 1]], 3)
+    assert matrix_ids.shape.as_list() == [3, 4]
 
 
 def test_unsorted_segment_errors():
@@ -146,8 +167,33 @@ def test_sparse_segment_errors():
             run(y, {indices: i, ids: s})
     with pytest.raises(tf.errors.InvalidArgumentError, match="segment ids must be < num_segments"):
         run(tf.sparse_segment_mean(DATA, [0, 1], [0, 3], num_segments=2))
-    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
+    with pytest.raises(ValueError, match=r"Dimension 0 in both shapes must be equal, but are 2 and 3\. Shapes are "
+                                         r"\[2\] and \[3\]\. for 'SparseSegmentSum(_\d+)?'"):
         tf.sparse_segment_sum(DATA, [0, 1], [0, 0, 1])
+
+
+def test_sparse_segment_empty_lists_are_int32():
+    data = np.zeros((0, 4), np.float32)
+    for y in (tf.sparse.segment_sum(data, [], []), tf.sparse.segment_mean(data, [], [], num_segments=5)):
+        assert [t.dtype for t in y.op.inputs[1:3]] == [tf.int32, tf.int32]
+    y = tf.sparse.segment_sum(data, [], [], num_segments=5)
+    assert y.shape.as_list() == [5, 4]
+    np.testing.assert_array_equal(run(y), np.zeros((5, 4)))
+
+
+def test_negative_num_segments():
+    with pytest.raises(ValueError, match="Cannot specify a negative value for num_segments for "
+                                         "'SparseSegmentSumWithNumSegments'"):
+        tf.sparse_segment_sum(DATA, [0, 1], [0, 1], num_segments=-2)
+    with pytest.raises(ValueError, match="Dimension size, given by scalar input 2, must be non-negative but is -2 "
+                                         "for 'UnsortedSegmentMax'"):
+        tf.unsorted_segment_max(DATA, [0] * 6, -2)
+    num = tf.placeholder(tf.int32, [])
+    for unsorted in (tf.unsorted_segment_prod, tf.unsorted_segment_sum):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Input num_segments == -2 must not be negative."):
+            run(unsorted(DATA, [0] * 6, num), {num: -2})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="segment ids must be >= 0"):
+        run(tf.sparse_segment_sqrt_n(DATA, [0, 1], [0, 1], num_segments=num), {num: -2})
 
 
 # --- gradients ------------------------------------------------------------------------------------------------------
