@@ -37,7 +37,8 @@ from adplace.kernels import array as _array_kernels  # noqa: F401 - gather, one_
 from adplace.kernels import checks as _check_kernels  # noqa: F401 - Assert, CheckNumerics, Print kernels
 from adplace.kernels import linalg as _linalg_kernels  # noqa: F401 - matrix inverse, diag, einsum, ... kernels
 from adplace.kernels import script as _script_kernels  # noqa: F401 - PyFunc kernels (CPU only)
-from adplace.kernels import sparse as _sparse_kernels  # noqa: F401 - SparseToDense, SparseAdd, ... kernels (CPU)
+from adplace.kernels import sparse as _sparse_kernels  # noqa: F401 - SparseToDense, SparseReorder, ... kernels (CPU)
+from adplace.kernels import sparse_math as _sparse_math_kernels  # noqa: F401 - SparseAdd, SparseReduceSum, ... (CPU)
 from adplace.kernels import data_flow as _data_flow_kernels  # noqa: F401 - GatherNd, ScatterNd, stitch, segments
 from adplace.ops.script_ops import numpy_function, py_func
 from adplace.ops.array_ops import identity_n
@@ -110,12 +111,13 @@ from adplace import client, profiler
 from adplace import app, flags, losses, metrics
 from adplace import debugging, linalg, math
 from adplace import sparse
-from adplace.ops.sparse_ops import (sparse_add, sparse_placeholder, sparse_reduce_sum, sparse_reorder, sparse_reshape,
-                                    sparse_retain, sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
-from adplace.ops.sparse_ops import (sparse_concat, sparse_fill_empty_rows, sparse_maximum, sparse_merge, sparse_minimum,
-                                    sparse_reduce_max, sparse_reduce_max_sparse, sparse_reduce_sum_sparse,
-                                    sparse_reset_shape, sparse_slice, sparse_softmax, sparse_split, sparse_to_indicator,
-                                    sparse_transpose)
+from adplace.ops.sparse_ops import (sparse_fill_empty_rows, sparse_merge, sparse_placeholder, sparse_reorder,
+                                    sparse_reset_shape, sparse_reshape, sparse_retain, sparse_tensor_to_dense,
+                                    sparse_to_dense, sparse_to_indicator, sparse_transpose)
+from adplace.ops.sparse_math_ops import (sparse_add, sparse_maximum, sparse_minimum, sparse_reduce_max,
+                                         sparse_reduce_max_sparse, sparse_reduce_sum, sparse_reduce_sum_sparse,
+                                         sparse_softmax, sparse_tensor_dense_matmul)
+from adplace.ops.sparse_slicing_ops import sparse_concat, sparse_slice, sparse_split
 from adplace.ops.check_ops import (Assert, add_check_numerics_ops, assert_equal, assert_greater, assert_greater_equal,
                                    assert_integer, assert_less, assert_less_equal, assert_near, assert_negative,
                                    assert_non_negative, assert_non_positive, assert_none_equal, assert_positive,

@@ -128,3 +128,10 @@ def test_a_fetched_gradient_of_gather_is_an_indexed_slices_value():
     assert isinstance(value, tf.IndexedSlicesValue)
     assert value.indices.tolist() == [3, 1] and value.dense_shape.tolist() == [4, 2]
     np.testing.assert_array_equal(value.values, np.ones((2, 2)))
+
+
+def test_arithmetic_with_a_tensor_densifies_the_slices():
+    slices = tf.IndexedSlices(tf.constant([[1.0, 2.0]]), tf.constant([1]), tf.constant([2, 2]))
+    product = tf.ones([2, 2]) * slices
+    assert isinstance(product, tf.Tensor)
+    np.testing.assert_array_equal(run(product), [[0.0, 0.0], [1.0, 2.0]])

@@ -12,6 +12,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
+from adplace.framework.sparse_tensor import SparseTensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape, as_shape, dims_text, unknown_shape
 from adplace.ops.constant_op import constant
@@ -103,6 +104,10 @@ register_op("ShapeN", lambda inputs, attrs, name: [(attrs["out_type"], TensorSha
 def shape(input, name: str | None = None, out_type=_dtypes.int32, optimize: bool = True) -> Tensor:  # noqa: A002
     """The shape of a tensor (tf.shape): as in TF1 graph mode, a Const when the static shape is fully known (and
     `optimize`), else a Shape op computed at run time."""
+    if isinstance(input, SparseTensor):  # its dense shape, cast to out_type as TF's shape_internal does
+        dense_shape, out_type = input.dense_shape, _dtypes.as_dtype(out_type)
+        source = dense_shape.dtype.base_dtype
+        return apply_op_1("Cast", [dense_shape], {"SrcT": source, "DstT": out_type, "T": source}, name=name or "Cast")
     input = convert_to_tensor(input)  # noqa: A001
     if optimize and input.shape.is_fully_defined():
         return constant(input.shape.as_list(), dtype=out_type, name=name or "Shape")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework.composite import CompositeTensor
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
 from adplace.framework.operation import Tensor
@@ -518,7 +519,9 @@ def _install_operators() -> None:
     binary = {"add": ("Add", "add"), "sub": ("Sub", "sub"), "mul": ("Mul", "mul"), "pow": ("Pow", "pow"),
               "floordiv": ("FloorDiv", "floordiv"), "mod": ("FloorMod", "mod")}
     for dunder, (op_type, scope) in binary.items():
-        def forward(self, other, _t=op_type, _s=scope):
+        def forward(self, other, _t=op_type, _s=scope, _reflected=f"__r{dunder}__"):
+            if isinstance(other, CompositeTensor) and hasattr(type(other), _reflected):
+                return NotImplemented  # a SparseTensor's own reflected operator; IndexedSlices become dense here
             return build_binary(_t, self, other, None, _s)
 
         def reverse(self, other, _t=op_type, _s=scope):

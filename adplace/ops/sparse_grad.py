@@ -8,7 +8,7 @@ from __future__ import annotations
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.framework.sparse_tensor import SparseTensor
-from adplace.ops import array_ops, linalg_ops, math_ops, reduction_ops, slicing_ops, sparse_ops
+from adplace.ops import array_ops, linalg_ops, math_ops, reduction_ops, slicing_ops, sparse_math_ops, sparse_ops
 from adplace.ops.op_builder import apply_op, apply_op_1
 
 
@@ -92,7 +92,7 @@ def _sparse_dense_cwise_grad(op, grad, is_mul: bool) -> list:
     else:
         x_grad = grad / dense_values
         y_values_grad = grad * (-x_values / math_ops.square(dense_values))
-    y_grad = sparse_ops.sparse_add(array_ops.zeros_like(y), SparseTensor(scaled, y_values_grad, y_shape))
+    y_grad = sparse_math_ops.sparse_add(array_ops.zeros_like(y), SparseTensor(scaled, y_values_grad, y_shape))
     return [None, x_grad, None, y_grad]
 
 
@@ -137,8 +137,8 @@ def _sparse_softmax_grad(op, grad):
     """As SoftmaxGrad over the values present: (grad - sum_row(grad * softmax)) * softmax."""
     indices, _, shape = op._inputs
     softmax = op._outputs[0]
-    row_sums = -sparse_ops.sparse_reduce_sum(SparseTensor(indices, softmax * grad, shape), [-1], keepdims=True)
-    shifted = sparse_ops.sparse_dense_cwise_add(SparseTensor(indices, grad, shape), row_sums)
+    row_sums = -sparse_math_ops.sparse_reduce_sum(SparseTensor(indices, softmax * grad, shape), [-1], keepdims=True)
+    shifted = sparse_math_ops.sparse_dense_cwise_add(SparseTensor(indices, grad, shape), row_sums)
     return [None, shifted.values * softmax, None]
 
 

@@ -1,10 +1,13 @@
-"""Sparse ops (TF's sparse_ops): tf.SparseTensor to and from dense tensors, sparse x dense products, reordering,
-sums, reductions, reshapes and masks, plus tf.sparse_placeholder. Their gradients are in sparse_grad.py, their
-kernels in adplace/kernels/sparse.py.
+"""SparseTensor construction and layout (TF's sparse_ops, first half): tf.sparse_placeholder, to and from dense
+tensors, reordering, reshaping, retaining, resetting the shape, filling empty rows, merging ids, indicators and
+transposes. These ops move or select a SparseTensor's entries without doing arithmetic on its values; that lives in
+sparse_math_ops.py, joining and cutting in sparse_slicing_ops.py. The checks and conversion every sparse op module
+shares (convert_to_sparse_tensor, with_rank, check_ranks) are here too, since the other two build on this one.
+Gradients are in sparse_grad.py, kernels in adplace/kernels/sparse.py.
 
     st = tf.SparseTensor([[0, 0], [1, 2]], [1.0, 2.0], [2, 3])
     tf.sparse_tensor_to_dense(st)                     # [[1, 0, 0], [0, 0, 2]]
-    tf.sparse_tensor_dense_matmul(st, tf.ones([3, 1]))  # [[1], [2]]
+    tf.sparse_reorder(st).indices                     # [[0, 0], [1, 2]]
 """
 from __future__ import annotations
 
@@ -20,26 +23,31 @@ from adplace.framework.tensor_shape import TensorShape, unknown_shape
 from adplace.ops import (array_ops, check_ops, control_flow_ops, math_ops, reduction_ops, selection_ops,
                          slicing_ops)
 from adplace.ops.op_builder import (apply_op, apply_op_1, check_dtype, check_same_dtype, constant_value,
-                                    deprecated_argument_lookup, shape_from_tensor, shapes_text)
+                                    shape_from_tensor, shapes_text)
 
-_INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
-_MATMUL_TYPES = frozenset({_dtypes.float16, _dtypes.float32, _dtypes.float64, _dtypes.int32, _dtypes.int64,
-                           _dtypes.complex64, _dtypes.complex128})
+INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
 
 
-def _context(name: str, op_type: str, inputs) -> str:
+def error_context(name: str, op_type: str, inputs) -> str:
+    """The end of TF's shape-inference errors: the op's name and type and its input shapes."""
     return f" for '{name}' (op: '{op_type}') with input shapes: {shapes_text(inputs)}."
 
 
-def _with_rank(t: Tensor, rank: int, name: str, op_type: str, inputs) -> tuple | None:
+def with_rank(t: Tensor, rank: int, name: str, op_type: str, inputs) -> tuple | None:
     """t's static dims, checked to have `rank` (TF's WithRank error) when the rank is known."""
     dims = t._shape.as_tuple()
     if dims is not None and len(dims) != rank:
-        raise ValueError(f"Shape must be rank {rank} but is rank {len(dims)}{_context(name, op_type, inputs)}")
+        raise ValueError(f"Shape must be rank {rank} but is rank {len(dims)}{error_context(name, op_type, inputs)}")
     return dims
 
 
-def _convert_to_sparse_tensor(sp_input) -> SparseTensor:
+def check_ranks(op_type: str, inputs, ranks: tuple, name: str) -> None:
+    """TF's WithRank checks of the leading inputs (indices, values, shape, ...)."""
+    for t, rank in zip(inputs, ranks):
+        with_rank(t, rank, name, op_type, inputs)
+
+
+def convert_to_sparse_tensor(sp_input) -> SparseTensor:
     """A SparseTensor from a SparseTensor or SparseTensorValue; TypeError for anything else, as TF."""
     if isinstance(sp_input, SparseTensorValue):
         return SparseTensor.from_value(sp_input)
@@ -51,10 +59,10 @@ def _convert_to_sparse_tensor(sp_input) -> SparseTensor:
 # --- SparseToDense ---------------------------------------------------------------------------------------------------
 def _sparse_to_dense_infer(inputs, attrs, name):
     indices, output_shape, values, default = inputs
-    check_dtype("SparseToDense", "sparse_indices", indices._dtype, _INDEX_TYPES)
+    check_dtype("SparseToDense", "sparse_indices", indices._dtype, INDEX_TYPES)
     check_same_dtype("SparseToDense", [indices, output_shape], ("sparse_indices", "output_shape"))
     check_same_dtype("SparseToDense", [values, default], ("sparse_values", "default_value"))
-    _with_rank(output_shape, 1, name, "SparseToDense", inputs)
+    with_rank(output_shape, 1, name, "SparseToDense", inputs)
     return [(values._dtype.base_dtype, shape_from_tensor(output_shape))]
 
 
@@ -90,66 +98,17 @@ def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices: bool = T
 
         tf.sparse_tensor_to_dense(tf.SparseTensor([[0, 1]], [7], [2, 2]))   # [[0, 7], [0, 0]]
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     return sparse_to_dense(sp_input.indices, sp_input.dense_shape, sp_input.values, default_value=default_value,
                            validate_indices=validate_indices, name=name)
 
 
-# --- SparseTensorDenseMatMul -----------------------------------------------------------------------------------------
-def _matmul_infer(inputs, attrs, name):
-    a_indices, a_values, a_shape, b = inputs
-    op_type = "SparseTensorDenseMatMul"
-    check_dtype(op_type, "a_indices", a_indices._dtype, _INDEX_TYPES)
-    check_dtype(op_type, "a_shape", a_shape._dtype, (_dtypes.int64,))
-    check_dtype(op_type, "a_values", a_values._dtype, _MATMUL_TYPES)
-    check_same_dtype(op_type, [a_values, b], ("a_values", "b"))
-    _with_rank(a_indices, 2, name, op_type, inputs)
-    _with_rank(a_values, 1, name, op_type, inputs)
-    a_dims = shape_from_tensor(a_shape).as_tuple()
-    if a_dims is not None and len(a_dims) != 2:
-        raise ValueError(f"Shape must be rank 2 but is rank {len(a_dims)}{_context(name, op_type, inputs)}")
-    b_dims = _with_rank(b, 2, name, op_type, inputs)
-    a_dims = a_dims or (None, None)
-    b_dims = b_dims or (None, None)
-    adjoint_a, adjoint_b = attrs["adjoint_a"], attrs["adjoint_b"]
-    inner_a, inner_b = a_dims[0 if adjoint_a else 1], b_dims[1 if adjoint_b else 0]
-    if inner_a is not None and inner_b is not None and inner_a != inner_b:
-        raise ValueError(f"Dimensions must be equal, but are {inner_a} and {inner_b}{_context(name, op_type, inputs)}")
-    return [(b._dtype.base_dtype, TensorShape([a_dims[1 if adjoint_a else 0], b_dims[0 if adjoint_b else 1]]))]
-
-
-register_op("SparseTensorDenseMatMul", _matmul_infer)
-
-
-def sparse_tensor_dense_matmul(sp_a, b, adjoint_a: bool = False, adjoint_b: bool = False,
-                               name: str | None = None) -> Tensor:
-    """The matrix product of a rank-2 SparseTensor and a dense matrix (tf.sparse_tensor_dense_matmul,
-    tf.sparse.sparse_dense_matmul, tf.sparse.matmul); `adjoint_a`/`adjoint_b` use the conjugate transposes.
-
-    Repeated indices add up; the gradient flows to `sp_a.values` and `b`.
-
-        tf.sparse_tensor_dense_matmul(tf.SparseTensor([[0, 1]], [2.0], [1, 2]), [[1.0], [3.0]])   # [[6.]]
-    """
-    sp_a = _convert_to_sparse_tensor(sp_a)
-    with name_scope(name, "SparseTensorDenseMatMul", [sp_a.indices, sp_a.values, b]) as scope:
-        b = convert_to_tensor(b, name="b", dtype=None if isinstance(b, Tensor) else sp_a.dtype)
-        return apply_op_1("SparseTensorDenseMatMul", [sp_a.indices, sp_a.values, sp_a.dense_shape, b],
-                          {"T": b.dtype.base_dtype, "Tindices": sp_a.indices.dtype.base_dtype,
-                           "adjoint_a": bool(adjoint_a), "adjoint_b": bool(adjoint_b)}, name=scope)
-
-
 # --- SparseReorder ---------------------------------------------------------------------------------------------------
-def _check_ranks(op_type: str, inputs, ranks: tuple, name: str) -> None:
-    """TF's WithRank checks of the leading inputs (indices, values, shape, ...)."""
-    for t, rank in zip(inputs, ranks):
-        _with_rank(t, rank, name, op_type, inputs)
-
-
 def _reorder_infer(inputs, attrs, name):
     indices, values, shape = inputs
     check_dtype("SparseReorder", "input_indices", indices._dtype, (_dtypes.int64,))
     check_dtype("SparseReorder", "input_shape", shape._dtype, (_dtypes.int64,))
-    _check_ranks("SparseReorder", inputs, (2, 1, 1), name)
+    check_ranks("SparseReorder", inputs, (2, 1, 1), name)
     return [(_dtypes.int64, indices._shape), (values._dtype.base_dtype, values._shape)]
 
 
@@ -169,172 +128,10 @@ def sparse_reorder(sp_input, name: str | None = None) -> SparseTensor:
 
         tf.sparse_reorder(tf.SparseTensor([[1, 0], [0, 2]], [1, 2], [2, 3])).indices   # [[0, 2], [1, 0]]
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     reorder = apply_op("SparseReorder", [sp_input.indices, sp_input.values, sp_input.dense_shape],
                        {"T": sp_input.dtype.base_dtype}, name=name or "SparseReorder")
     return SparseTensor(reorder._outputs[0], reorder._outputs[1], _static_dense_shape(sp_input))
-
-
-# --- SparseAdd, SparseAddGrad, SparseTensorDenseAdd ----------------------------------------------------------------
-def _sparse_add_infer(inputs, attrs, name):
-    a_indices, a_values, a_shape, b_indices, b_values, b_shape, thresh = inputs
-    for arg, t in (("a_indices", a_indices), ("a_shape", a_shape), ("b_indices", b_indices), ("b_shape", b_shape)):
-        check_dtype("SparseAdd", arg, t._dtype, (_dtypes.int64,))
-    check_same_dtype("SparseAdd", [a_values, b_values], ("a_values", "b_values"))
-    _check_ranks("SparseAdd", inputs, (2, 1, 1, 2, 1, 1, 0), name)
-    return [(_dtypes.int64, TensorShape([None, a_indices._shape.as_tuple()[1] if a_indices._shape.ndims else None])),
-            (a_values._dtype.base_dtype, unknown_shape(1)), (_dtypes.int64, a_shape._shape)]
-
-
-register_op("SparseAdd", _sparse_add_infer)
-register_op("SparseAddGrad", lambda inputs, attrs, name: [(inputs[0]._dtype.base_dtype, unknown_shape(1))] * 2)
-
-
-def _sparse_dense_add_infer(inputs, attrs, name):
-    a_indices, a_values, a_shape, b = inputs
-    check_dtype("SparseTensorDenseAdd", "a_indices", a_indices._dtype, _INDEX_TYPES)
-    check_same_dtype("SparseTensorDenseAdd", [a_indices, a_shape], ("a_indices", "a_shape"))
-    check_same_dtype("SparseTensorDenseAdd", [a_values, b], ("a_values", "b"))
-    _check_ranks("SparseTensorDenseAdd", inputs, (2, 1, 1), name)
-    return [(b._dtype.base_dtype, b._shape)]
-
-
-register_op("SparseTensorDenseAdd", _sparse_dense_add_infer)
-
-
-def sparse_add(a, b, threshold=None, thresh=None):
-    """a + b where at least one is a SparseTensor (tf.sparse_add, tf.sparse.add).
-
-    Sparse + sparse is a SparseTensor (both sorted in row-major order); an entry present in both whose sum has a
-    magnitude below `threshold` (TF1 alias `thresh`) is dropped. Sparse + dense is a dense Tensor.
-
-        tf.sparse_add(tf.SparseTensor([[0, 0]], [1.0], [2, 2]), tf.ones([2, 2]))   # [[2, 1], [1, 1]]
-
-    Raises:
-      TypeError: neither operand is sparse (use tf.add).
-    """
-    threshold = deprecated_argument_lookup("threshold", threshold, "thresh", thresh)
-    if threshold is None:
-        threshold = 0
-    sparse_classes = (SparseTensor, SparseTensorValue)
-    if not any(isinstance(inp, sparse_classes) for inp in (a, b)):
-        raise TypeError("At least one input should be SparseTensor; do you mean to use tf.add()?")
-    if all(isinstance(inp, sparse_classes) for inp in (a, b)):
-        a, b = _convert_to_sparse_tensor(a), _convert_to_sparse_tensor(b)
-        threshold = convert_to_tensor(threshold, dtype=a.values.dtype.real_dtype.base_dtype, name="threshold")
-        add = apply_op("SparseAdd", [a.indices, a.values, a.dense_shape, b.indices, b.values, b.dense_shape,
-                                     threshold],
-                       {"T": a.dtype.base_dtype, "Treal": threshold.dtype.base_dtype}, name="SparseAdd")
-        a.get_shape().assert_is_compatible_with(b.get_shape())
-        static_shape = a.get_shape().merge_with(b.get_shape())
-        dense_shape = static_shape.as_list() if static_shape.is_fully_defined() else add._outputs[2]
-        return SparseTensor(add._outputs[0], add._outputs[1], dense_shape)
-    if isinstance(b, sparse_classes):  # make `a` the sparse one
-        a, b = b, a
-    a = _convert_to_sparse_tensor(a)
-    b = convert_to_tensor(b, dtype=None if isinstance(b, Tensor) else a.dtype, name="b")
-    return apply_op_1("SparseTensorDenseAdd", [a.indices, a.values, a.dense_shape, b],
-                      {"T": a.dtype.base_dtype, "Tindices": _dtypes.int64}, name="SparseTensorDenseAdd")
-
-
-# --- SparseReduceSum, SparseReduceMax (+ their SparseTensor-output forms) -------------------------------------------
-def _check_reduce_inputs(op_type: str, inputs, name: str) -> None:
-    indices, _, shape, axes = inputs
-    check_dtype(op_type, "input_indices", indices._dtype, (_dtypes.int64,))
-    check_dtype(op_type, "input_shape", shape._dtype, (_dtypes.int64,))
-    check_dtype(op_type, "reduction_axes", axes._dtype, (_dtypes.int32,))
-    _check_ranks(op_type, inputs, (2, 1, 1), name)
-
-
-def _reduce_infer(op_type: str):
-    def infer(inputs, attrs, name):
-        """The reduced shape when the dense shape and the axes are constants; an axis out of range is left to the
-        kernel (TF 1.15 builds the op and fails at run time: "Invalid reduction dimension -3")."""
-        _check_reduce_inputs(op_type, inputs, name)
-        _, values, shape, axes = inputs
-        dims, axes_value = constant_value(shape), constant_value(axes)
-        if dims is None or axes_value is None:
-            return [(values._dtype.base_dtype, unknown_shape())]
-        dims = [int(d) for d in np.reshape(dims, [-1])]
-        axes_value = np.reshape(axes_value, [-1]).tolist()
-        if any(not -len(dims) <= axis < len(dims) for axis in axes_value):
-            return [(values._dtype.base_dtype, unknown_shape())]
-        reduced = {axis % len(dims) for axis in axes_value}
-        keep = attrs["keep_dims"]
-        out = [1 if i in reduced else d for i, d in enumerate(dims) if keep or i not in reduced]
-        return [(values._dtype.base_dtype, TensorShape(out))]
-    return infer
-
-
-def _reduce_sparse_infer(op_type: str):
-    def infer(inputs, attrs, name):
-        _check_reduce_inputs(op_type, inputs, name)
-        return [(_dtypes.int64, TensorShape([None, None])), (inputs[1]._dtype.base_dtype, TensorShape([None])),
-                (_dtypes.int64, TensorShape([None]))]
-    return infer
-
-
-for _op_type in ("SparseReduceSum", "SparseReduceMax"):
-    register_op(_op_type, _reduce_infer(_op_type))
-    register_op(f"{_op_type}Sparse", _reduce_sparse_infer(f"{_op_type}Sparse"))
-
-
-def _reduction_axes(sp_input: SparseTensor, axis) -> Tensor:
-    """The axes to reduce as int32: `axis`, or every axis of the dense shape (TF's _ReductionDims)."""
-    if axis is not None:
-        return convert_to_tensor(axis, dtype=_dtypes.int32, name="reduction_axes")
-    rank = sp_input.shape.ndims
-    if rank is not None:
-        return convert_to_tensor(np.arange(rank, dtype=np.int32), name="reduction_axes")
-    return math_ops.range(0, array_ops.size(sp_input.dense_shape))
-
-
-def _sparse_reduce(op_type: str, sp_input, axis, keepdims, reduction_axes, keep_dims, name: str | None = None):
-    keepdims = deprecated_argument_lookup("keepdims", keepdims, "keep_dims", keep_dims)
-    axis = deprecated_argument_lookup("axis", axis, "reduction_axes", reduction_axes)
-    sp_input = _convert_to_sparse_tensor(sp_input)
-    op = apply_op(op_type, [sp_input.indices, sp_input.values, sp_input.dense_shape, _reduction_axes(sp_input, axis)],
-                  {"T": sp_input.dtype.base_dtype, "keep_dims": bool(keepdims)}, name=name or op_type)
-    if len(op._outputs) == 1:
-        return op._outputs[0]
-    return SparseTensor(*op._outputs)
-
-
-def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> Tensor:
-    """The sum of a SparseTensor's dense values over `axis` (all axes when None), as a dense Tensor
-    (tf.sparse_reduce_sum, tf.sparse.reduce_sum; TF1 aliases `reduction_axes`, `keep_dims`).
-
-        x = tf.SparseTensor([[0, 0], [0, 2], [1, 1]], [1, 1, 1], [2, 3])
-        tf.sparse_reduce_sum(x, 1)                  # [2, 1]
-        tf.sparse_reduce_sum(x, 1, keepdims=True)   # [[2], [1]]
-    """
-    return _sparse_reduce("SparseReduceSum", sp_input, axis, keepdims, reduction_axes, keep_dims)
-
-
-def sparse_reduce_sum_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None,
-                             keep_dims=None) -> SparseTensor:
-    """sparse_reduce_sum with a SparseTensor result holding only the output elements some value was summed into
-    (tf.sparse_reduce_sum_sparse, tf.sparse.reduce_sum_sparse). Not differentiable, as in TF.
-
-        tf.sparse_reduce_sum_sparse(tf.SparseTensor([[0, 0], [0, 2]], [1, 1], [2, 3]), 1).indices   # [[0]]
-    """
-    return _sparse_reduce("SparseReduceSumSparse", sp_input, axis, keepdims, reduction_axes, keep_dims)
-
-
-def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> Tensor:
-    """The maximum of the values present in each reduced group of a SparseTensor (implicit zeros take no part; a
-    group with no value is 0), as a dense Tensor (tf.sparse_reduce_max, tf.sparse.reduce_max). Not differentiable.
-
-        x = tf.SparseTensor([[0, 0], [1, 0], [1, 1]], [-7, 4, 3], [3, 2])
-        tf.sparse_reduce_max(x, 1)                  # [-7, 4, 0]
-    """
-    return _sparse_reduce("SparseReduceMax", sp_input, axis, keepdims, reduction_axes, keep_dims)
-
-
-def sparse_reduce_max_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None,
-                             keep_dims=None) -> SparseTensor:
-    """sparse_reduce_max with a SparseTensor result (tf.sparse_reduce_max_sparse, tf.sparse.reduce_max_sparse)."""
-    return _sparse_reduce("SparseReduceMaxSparse", sp_input, axis, keepdims, reduction_axes, keep_dims)
 
 
 # --- SparseReshape ---------------------------------------------------------------------------------------------------
@@ -342,7 +139,7 @@ def _reshape_infer(inputs, attrs, name):
     indices, shape, new_shape = inputs
     for arg, t in (("input_indices", indices), ("input_shape", shape), ("new_shape", new_shape)):
         check_dtype("SparseReshape", arg, t._dtype, (_dtypes.int64,))
-    _check_ranks("SparseReshape", inputs, (2, 1, 1), name)
+    check_ranks("SparseReshape", inputs, (2, 1, 1), name)
     rank = new_shape._shape.as_tuple()[0] if new_shape._shape.ndims else None
     return [(_dtypes.int64, TensorShape([indices._shape.as_tuple()[0] if indices._shape.ndims else None, rank])),
             (_dtypes.int64, TensorShape([rank]))]
@@ -373,7 +170,7 @@ def sparse_reshape(sp_input, shape, name: str | None = None) -> SparseTensor:
 
         tf.sparse_reshape(tf.SparseTensor([[1, 2]], [5], [2, 3]), [-1]).indices   # [[5]]
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     shape = math_ops.cast(shape, _dtypes.int64)
     with name_scope(name, "SparseReshape", [sp_input.indices, sp_input.values]) as scope:
         reshape = apply_op("SparseReshape", [sp_input.indices, sp_input.dense_shape, shape], {}, name=scope)
@@ -382,151 +179,13 @@ def sparse_reshape(sp_input, shape, name: str | None = None) -> SparseTensor:
                             reshape._outputs[1] if static is None else static)
 
 
-# --- SparseDenseCwiseMul, SparseDenseCwiseDiv, SparseDenseCwiseAdd: sparse (op) dense, and SparseTensor operators ---
-def _cwise_infer(op_type: str):
-    def infer(inputs, attrs, name):
-        indices, values, shape, dense = inputs
-        check_dtype(op_type, "sp_indices", indices._dtype, (_dtypes.int64,))
-        check_dtype(op_type, "sp_shape", shape._dtype, (_dtypes.int64,))
-        check_same_dtype(op_type, [values, dense], ("sp_values", "dense"))
-        dims = _with_rank(indices, 2, name, op_type, inputs)
-        _check_ranks(op_type, inputs, (2, 1, 1), name)
-        return [(values._dtype.base_dtype, TensorShape([dims[0] if dims else None]))]
-    return infer
-
-
-for _op_type in ("SparseDenseCwiseMul", "SparseDenseCwiseDiv", "SparseDenseCwiseAdd"):
-    register_op(_op_type, _cwise_infer(_op_type))
-
-
-def _sparse_dense_cwise(op_type: str, sp_t: SparseTensor, dense, name: str | None) -> SparseTensor:
-    """`sp_t`'s values combined with the dense values at its indices (the dense side broadcast to the sparse
-    shape only): a SparseTensor with `sp_t`'s indices and dense shape."""
-    values = apply_op_1(op_type, [sp_t.indices, sp_t.values, sp_t.dense_shape, dense], {"T": sp_t.dtype.base_dtype},
-                        name=name or op_type)
-    return SparseTensor(sp_t.indices, values, sp_t.dense_shape)
-
-
-def sparse_dense_cwise_add(sp_t, dense_t) -> SparseTensor:
-    """`sp_t` plus the dense tensor `dense_t` (broadcast to sp_t's shape) at sp_t's indices only: a SparseTensor with
-    sp_t's indices and shape (TF's sparse_ops.sparse_dense_cwise_add; TF defines no gradient for it).
-
-        tf.sparse_dense_cwise_add(tf.SparseTensor([[0, 0], [1, 1]], [1, 1], [2, 2]), tf.ones([1], tf.int32))
-        # values [2, 2], indices unchanged
-    """
-    return _sparse_dense_cwise("SparseDenseCwiseAdd", _convert_to_sparse_tensor(sp_t), dense_t, None)
-
-
-_TRUEDIV_TYPES = {_dtypes.uint8: _dtypes.float32, _dtypes.int8: _dtypes.float32, _dtypes.uint16: _dtypes.float32,
-                  _dtypes.int16: _dtypes.float32, _dtypes.int32: _dtypes.float64, _dtypes.int64: _dtypes.float64}
-
-
-def _sparse_operator(op_type: str, scope: str, true_division: bool = False):
-    """SparseTensor.__mul__ / __div__ / __truediv__ (TF's binary_op_wrapper_sparse): the dense operand takes the
-    values' dtype; `/` first casts integer values and operand to floating point (int32 -> float64), as for Tensors."""
-    def operator(sp_x: SparseTensor, y) -> SparseTensor:
-        with name_scope(None, scope, list(sp_x._components()) + [y]) as name:
-            y = convert_to_tensor(y, dtype=sp_x.dtype.base_dtype, name="y")
-            target = _TRUEDIV_TYPES.get(sp_x.dtype.base_dtype) if true_division else None
-            if target is not None:
-                sp_x = sp_x.with_values(math_ops.cast(sp_x.values, target))
-                y = math_ops.cast(y, target)
-            return _sparse_dense_cwise(op_type, sp_x, y, name)
-    operator.__name__ = f"__{scope}__"
-    return operator
-
-
-SparseTensor.__mul__ = _sparse_operator("SparseDenseCwiseMul", "mul")
-SparseTensor.__div__ = _sparse_operator("SparseDenseCwiseDiv", "div")
-SparseTensor.__truediv__ = _sparse_operator("SparseDenseCwiseDiv", "truediv", true_division=True)
-_dense_mul = Tensor.__mul__
-
-
-def _mul_dispatch(x: Tensor, y):
-    """Tensor.__mul__: Dense * Sparse is a SparseTensor (SparseDenseCwiseMul, as TF's _mul_dispatch), anything else
-    the dense Mul."""
-    if not isinstance(y, SparseTensor):
-        return _dense_mul(x, y)
-    with name_scope(None, "mul", [x] + list(y._components())) as name:
-        return _sparse_dense_cwise("SparseDenseCwiseMul", y, x, name)
-
-
-Tensor.__mul__ = _mul_dispatch
-
-
-# --- SparseSoftmax ---------------------------------------------------------------------------------------------------
-def _softmax_infer(inputs, attrs, name):
-    indices, values, shape = inputs
-    check_dtype("SparseSoftmax", "sp_values", values._dtype, (_dtypes.float16, _dtypes.float32, _dtypes.float64))
-    _check_ranks("SparseSoftmax", inputs, (2, 1, 1), name)
-    return [(values._dtype.base_dtype, values._shape)]
-
-
-register_op("SparseSoftmax", _softmax_infer)
-
-
-def sparse_softmax(sp_input, name: str | None = None) -> SparseTensor:
-    """Softmax over the last dimension of a SparseTensor of rank >= 2 in which only the values present take part
-    (implicit zeros stay out): a SparseTensor with the same indices (tf.sparse_softmax, tf.sparse.softmax).
-
-        sp = tf.SparseTensor([[0, 0], [0, 2], [1, 1]], [1.0, 1.0, 5.0], [2, 3])
-        tf.sparse_softmax(sp).values        # [0.5, 0.5, 1.0]
-    """
-    sp_input = _convert_to_sparse_tensor(sp_input)
-    with name_scope(name, "SparseSoftmax", [sp_input.indices, sp_input.values]) as scope:
-        values = apply_op_1("SparseSoftmax", [sp_input.indices, sp_input.values, sp_input.dense_shape],
-                            {"T": sp_input.dtype.base_dtype}, name=scope)
-        return SparseTensor(sp_input.indices, values, sp_input.dense_shape)
-
-
-# --- SparseSparseMaximum, SparseSparseMinimum ------------------------------------------------------------------------
-def _sparse_sparse_infer(op_type: str):
-    def infer(inputs, attrs, name):
-        a_indices, a_values, a_shape, b_indices, b_values, b_shape = inputs
-        for arg, t in (("a_indices", a_indices), ("a_shape", a_shape), ("b_indices", b_indices), ("b_shape", b_shape)):
-            check_dtype(op_type, arg, t._dtype, (_dtypes.int64,))
-        check_same_dtype(op_type, [a_values, b_values], ("a_values", "b_values"))
-        _check_ranks(op_type, inputs, (2, 1, 1, 2, 1, 1), name)
-        rank = a_indices._shape.as_tuple()[1] if a_indices._shape.ndims else None
-        return [(_dtypes.int64, TensorShape([None, rank])), (a_values._dtype.base_dtype, TensorShape([None]))]
-    return infer
-
-
-for _op_type in ("SparseSparseMaximum", "SparseSparseMinimum"):
-    register_op(_op_type, _sparse_sparse_infer(_op_type))
-
-
-def _sparse_sparse(op_type: str, sp_a, sp_b, name: str | None) -> SparseTensor:
-    sp_a, sp_b = _convert_to_sparse_tensor(sp_a), _convert_to_sparse_tensor(sp_b)
-    with name_scope(name, op_type, [sp_a.indices, sp_a.values, sp_b.indices, sp_b.values]) as scope:
-        op = apply_op(op_type, [sp_a.indices, sp_a.values, sp_a.dense_shape, sp_b.indices, sp_b.values,
-                                sp_b.dense_shape], {"T": sp_a.dtype.base_dtype}, name=scope)
-    return SparseTensor(op._outputs[0], op._outputs[1], sp_a.dense_shape)
-
-
-def sparse_maximum(sp_a, sp_b, name: str | None = None) -> SparseTensor:
-    """The elementwise maximum of two SparseTensors of one shape, over the union of their indices (a missing value
-    counts as 0) (tf.sparse_maximum, tf.sparse.maximum). Indices must be in row-major order.
-
-        tf.sparse_maximum(tf.SparseTensor([[0]], [-1], [3]), tf.SparseTensor([[1]], [2], [3]))
-        # indices [[0], [1]], values [0, 2]
-    """
-    return _sparse_sparse("SparseSparseMaximum", sp_a, sp_b, name)
-
-
-def sparse_minimum(sp_a, sp_b, name: str | None = None) -> SparseTensor:
-    """The elementwise minimum of two SparseTensors of one shape (tf.sparse_minimum, tf.sparse.minimum); see
-    sparse_maximum."""
-    return _sparse_sparse("SparseSparseMinimum", sp_a, sp_b, name)
-
-
 # --- SparseFillEmptyRows ---------------------------------------------------------------------------------------------
 def _fill_empty_rows_infer(inputs, attrs, name):
     indices, values, shape, default_value = inputs
     check_dtype("SparseFillEmptyRows", "indices", indices._dtype, (_dtypes.int64,))
     check_dtype("SparseFillEmptyRows", "dense_shape", shape._dtype, (_dtypes.int64,))
     check_same_dtype("SparseFillEmptyRows", [values, default_value], ("values", "default_value"))
-    _check_ranks("SparseFillEmptyRows", inputs, (2, 1, 1, 0), name)
+    check_ranks("SparseFillEmptyRows", inputs, (2, 1, 1, 0), name)
     rank = indices._shape.as_tuple()[1] if indices._shape.ndims else None
     dense_rows = shape_from_tensor(shape)
     rows = dense_rows.as_tuple()[0] if dense_rows.ndims else None
@@ -538,7 +197,7 @@ def _fill_empty_rows_infer(inputs, attrs, name):
 def _fill_empty_rows_grad_infer(inputs, attrs, name):
     reverse_index_map, grad_values = inputs
     check_dtype("SparseFillEmptyRowsGrad", "reverse_index_map", reverse_index_map._dtype, (_dtypes.int64,))
-    _check_ranks("SparseFillEmptyRowsGrad", inputs, (1, 1), name)
+    check_ranks("SparseFillEmptyRowsGrad", inputs, (1, 1), name)
     return [(grad_values._dtype.base_dtype, reverse_index_map._shape),
             (grad_values._dtype.base_dtype, TensorShape([]))]
 
@@ -555,151 +214,12 @@ def sparse_fill_empty_rows(sp_input, default_value, name: str | None = None) -> 
         sp, empty = tf.sparse_fill_empty_rows(tf.SparseTensor([[1, 2]], [5], [3, 4]), -1)
         # sp.indices [[0, 0], [1, 2], [2, 0]], sp.values [-1, 5, -1]; empty [True, False, True]
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     with name_scope(name, "SparseFillEmptyRows", [sp_input.indices, sp_input.values, sp_input.dense_shape]):
         default_value = convert_to_tensor(default_value, dtype=sp_input.values.dtype, name="default_value")
         op = apply_op("SparseFillEmptyRows", [sp_input.indices, sp_input.values, sp_input.dense_shape,
                                               default_value], {"T": sp_input.dtype.base_dtype})
         return SparseTensor(op._outputs[0], op._outputs[1], sp_input.dense_shape), op._outputs[2]
-
-
-# --- SparseConcat ----------------------------------------------------------------------------------------------------
-def _concat_infer(inputs, attrs, name):
-    """TF's shape function: entry counts add up, index columns and dense-shape lengths merge (ValueError on a rank
-    mismatch while building)."""
-    count = attrs["N"]
-    indices, values, shapes = inputs[:count], inputs[count:2 * count], inputs[2 * count:]
-    for t in indices:
-        check_dtype("SparseConcat", "indices", t._dtype, (_dtypes.int64,))
-    for t in shapes:
-        check_dtype("SparseConcat", "shapes", t._dtype, (_dtypes.int64,))
-    check_same_dtype("SparseConcat", values, tuple("values" for _ in values))
-    _check_ranks("SparseConcat", inputs, (2,) * count + (1,) * (2 * count), name)
-    rows, columns, shape = 0, TensorShape([None]), TensorShape([None])
-    try:
-        for ind, val, shp in zip(indices, values, shapes):
-            ind_shape = ind._shape.with_rank(2) if ind._shape.ndims is None else ind._shape
-            entries = ind_shape.dims[0].merge_with(val._shape.with_rank(1).dims[0])
-            rows = None if rows is None or entries.value is None else rows + entries.value
-            columns = columns.merge_with(TensorShape([ind_shape.dims[1]]))
-            shape = shape.merge_with(shp._shape.with_rank(1))
-    except ValueError as error:
-        raise ValueError(f"{error}{_context(name, 'SparseConcat', inputs)}") from error
-    return [(_dtypes.int64, TensorShape([rows, columns.dims[0]])), (values[0]._dtype.base_dtype, TensorShape([rows])),
-            (_dtypes.int64, shape)]
-
-
-register_op("SparseConcat", _concat_infer)
-
-
-def sparse_concat(axis, sp_inputs, name: str | None = None, expand_nonconcat_dim: bool = False, concat_dim=None,
-                  expand_nonconcat_dims=None) -> SparseTensor:
-    """The SparseTensors `sp_inputs` joined along `axis` of their dense shapes, in row-major order (tf.sparse_concat,
-    tf.sparse.concat; TF1 alias `concat_dim`). Other dimensions must match, unless `expand_nonconcat_dim`, which
-    widens every input to the largest size.
-
-        a = tf.SparseTensor([[0, 1]], [1], [2, 2]); b = tf.SparseTensor([[1, 0]], [2], [2, 3])
-        tf.sparse_concat(1, [a, b])      # indices [[0, 1], [1, 2]], dense_shape [2, 5]
-    """
-    if expand_nonconcat_dims is not None:
-        expand_nonconcat_dim = expand_nonconcat_dims
-    axis = deprecated_argument_lookup("axis", axis, "concat_dim", concat_dim)
-    if not isinstance(sp_inputs, (list, tuple)):
-        raise TypeError("Inputs must be a list or tuple.")
-    sp_inputs = [_convert_to_sparse_tensor(sp) for sp in sp_inputs]
-    if len(sp_inputs) == 1:
-        return sp_inputs[0]
-    shapes = [sp.dense_shape for sp in sp_inputs]
-    if expand_nonconcat_dim:
-        widest = reduction_ops.reduce_max(array_ops.concat([array_ops.reshape(s, [1, -1]) for s in shapes], 0), 0)
-        shapes = [array_ops.concat([widest[:axis], s[-1:] if axis == -1 else s[axis:axis + 1],
-                                    widest[:0] if axis == -1 else widest[axis + 1:]], 0) for s in shapes]
-    op = apply_op("SparseConcat", [sp.indices for sp in sp_inputs] + [sp.values for sp in sp_inputs] + shapes,
-                  {"N": len(sp_inputs), "concat_dim": int(axis), "T": sp_inputs[0].dtype.base_dtype},
-                  name=name or "SparseConcat")
-    known = [constant_value(s) for s in shapes]
-    dense_shape = op._outputs[2]
-    if all(k is not None for k in known):
-        dense_shape = [int(d) for d in known[0]]
-        dense_shape[axis] = sum(int(k[axis]) for k in known)
-    return SparseTensor(op._outputs[0], op._outputs[1], dense_shape)
-
-
-# --- SparseSlice, SparseSplit ---------------------------------------------------------------------------------------
-def _slice_infer(inputs, attrs, name):
-    indices, values, shape, start, size = inputs
-    for arg, t in (("indices", indices), ("shape", shape), ("start", start), ("size", size)):
-        check_dtype("SparseSlice", arg, t._dtype, (_dtypes.int64,))
-    _check_ranks("SparseSlice", inputs, (2, 1, 1, 1, 1), name)
-    rank = shape._shape.as_tuple()[0] if shape._shape.ndims else None
-    return [(_dtypes.int64, TensorShape([None, rank])), (values._dtype.base_dtype, TensorShape([None])),
-            (_dtypes.int64, TensorShape([rank]))]
-
-
-def _slice_grad_infer(inputs, attrs, name):
-    grad, input_indices, input_start, output_indices = inputs
-    _check_ranks("SparseSliceGrad", inputs, (1, 2, 1, 2), name)
-    entries = input_indices._shape.as_tuple()[0] if input_indices._shape.ndims else None
-    return [(grad._dtype.base_dtype, TensorShape([entries]))]
-
-
-def _split_infer(inputs, attrs, name):
-    split_dim, indices, values, shape = inputs
-    check_dtype("SparseSplit", "split_dim", split_dim._dtype, (_dtypes.int64,))
-    _check_ranks("SparseSplit", inputs, (0, 2, 1, 1), name)
-    rank = shape._shape.as_tuple()[0] if shape._shape.ndims else None
-    count = attrs["num_split"]
-    return ([(_dtypes.int64, TensorShape([None, rank]))] * count +
-            [(values._dtype.base_dtype, TensorShape([None]))] * count + [(_dtypes.int64, TensorShape([rank]))] * count)
-
-
-register_op("SparseSlice", _slice_infer)
-register_op("SparseSliceGrad", _slice_grad_infer)
-register_op("SparseSplit", _split_infer)
-
-
-def sparse_slice(sp_input, start, size, name: str | None = None) -> SparseTensor:
-    """The entries of `sp_input` inside the box [start, start + size) of its dense shape (clipped to it), their
-    indices counted from `start` (tf.sparse_slice, tf.sparse.slice). The gradient flows to the values kept.
-
-        tf.sparse_slice(tf.SparseTensor([[0, 1], [1, 4]], [1, 2], [2, 7]), [0, 3], [2, 4])
-        # indices [[1, 1]], values [2], dense_shape [2, 4]
-    """
-    sp_input = _convert_to_sparse_tensor(sp_input)
-    start = convert_to_tensor(start, _dtypes.int64)
-    size = convert_to_tensor(size, _dtypes.int64)
-    with name_scope(name, "SparseSlice", [sp_input.indices, sp_input.values]) as scope:
-        op = apply_op("SparseSlice", [sp_input.indices, sp_input.values, sp_input.dense_shape, start, size],
-                      {"T": sp_input.dtype.base_dtype}, name=scope)
-        return SparseTensor(*op._outputs)
-
-
-def sparse_split(keyword_required=None, sp_input=None, num_split=None, axis=None, name: str | None = None,
-                 split_dim=None) -> list:
-    """`sp_input` cut along `axis` into `num_split` SparseTensors, the first (size % num_split) one longer
-    (tf.sparse_split, tf.sparse.split; keyword arguments only, TF1 alias `split_dim`).
-
-        a, b = tf.sparse_split(sp_input=tf.SparseTensor([[0, 1], [1, 4]], [1, 2], [2, 7]), num_split=2, axis=1)
-        # a: indices [[0, 1]], dense_shape [2, 4]; b: indices [[1, 0]], dense_shape [2, 3]
-
-    Raises:
-      ValueError: an argument is given by position, or sp_input, num_split or axis is missing.
-    """
-    if keyword_required is not None:
-        raise ValueError("Keyword arguments are required for this function.")
-    if sp_input is None:
-        raise ValueError("sp_input is required")
-    if num_split is None:
-        raise ValueError("num_split is required")
-    axis = deprecated_argument_lookup("axis", axis, "split_dim", split_dim)
-    if axis is None:
-        raise ValueError("axis is required")
-    sp_input = _convert_to_sparse_tensor(sp_input)
-    axis = convert_to_tensor(axis, _dtypes.int64, name="split_dim")
-    op = apply_op("SparseSplit", [axis, sp_input.indices, sp_input.values, sp_input.dense_shape],
-                  {"num_split": int(num_split), "T": sp_input.dtype.base_dtype}, name=name or "SparseSplit")
-    outputs, count = op._outputs, int(num_split)
-    return [SparseTensor(outputs[i], outputs[count + i], outputs[2 * count + i]) for i in range(count)]
 
 
 # --- composites: indicator, merge, reset_shape, transpose ---------------------------------------------------------
@@ -732,8 +252,8 @@ def sparse_merge(sp_ids, sp_values, vocab_size, name: str | None = None, already
     if len(sp_ids) != len(vocab_size):
         raise ValueError("sp_ids and vocab_size have to have equal lengths.")
     with name_scope(name, "SparseMerge", [sp.values for sp in sp_ids if isinstance(sp, SparseTensor)]):
-        sp_ids = [_convert_to_sparse_tensor(sp) for sp in sp_ids]
-        sp_values = _convert_to_sparse_tensor(sp_values)
+        sp_ids = [convert_to_sparse_tensor(sp) for sp in sp_ids]
+        sp_values = convert_to_sparse_tensor(sp_values)
         ids = [array_ops.expand_dims(math_ops.cast(sp.values, _dtypes.int64), 1) for sp in sp_ids]
         sizes = [math_ops.cast(convert_to_tensor(size), _dtypes.int64) for size in vocab_size]
         new_indices = array_ops.concat([sp_ids[0].indices[:, :-1]] + ids, 1)
@@ -756,7 +276,7 @@ def sparse_to_indicator(sp_input, vocab_size, name: str | None = None) -> Tensor
         tf.sparse_to_indicator(tf.SparseTensor([[0, 0], [1, 0], [1, 1]], [2, 0, 2], [2, 2]), 3)
         # [[False, False, True], [True, False, True]]
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     with name_scope(name, "SparseToIndicator", [sp_input.indices, sp_input.values]) as scope:
         entries = array_ops.shape(sp_input.indices)[0]
         trues = array_ops.fill(array_ops.expand_dims(entries, 0), True)
@@ -776,7 +296,7 @@ def sparse_reset_shape(sp_input, new_shape=None) -> SparseTensor:
       ValueError: while building, `new_shape` has another rank or (both shapes known) a smaller dimension; when they
         are known only at run time, InvalidArgumentError "x == y did not hold" / "x <= y did not hold".
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     in_indices, in_values = array_ops.identity(sp_input.indices), array_ops.identity(sp_input.values)
     in_shape = array_ops.identity(sp_input.dense_shape)
     if new_shape is None:
@@ -808,7 +328,7 @@ def sparse_transpose(sp_input, perm=None, name: str | None = None) -> SparseTens
 
         tf.sparse_transpose(tf.SparseTensor([[0, 2], [1, 0]], [5, 6], [2, 3])).indices   # [[0, 1], [2, 0]]
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     with name_scope(name, "SparseTranspose", [sp_input.indices, sp_input.values]):
         if perm is None:
             rank = sp_input.shape.ndims
@@ -834,7 +354,7 @@ def sparse_retain(sp_input, to_retain) -> SparseTensor:
 
         tf.sparse_retain(tf.SparseTensor([[0, 1], [1, 0]], [5, 6], [2, 2]), [False, True]).values   # [6]
     """
-    sp_input = _convert_to_sparse_tensor(sp_input)
+    sp_input = convert_to_sparse_tensor(sp_input)
     to_retain = convert_to_tensor(to_retain)
     retain_shape = to_retain.get_shape()
     retain_shape.assert_has_rank(1)

@@ -5,16 +5,7 @@ import numpy as np
 import pytest
 
 import adplace as tf
-
-
-def run(fetches, feed_dict=None):
-    with tf.Session() as sess:
-        return sess.run(fetches, feed_dict)
-
-
-def gradient_error(x, x_shape, y, y_shape, x_init_value=None):
-    with tf.Session():
-        return tf.test.compute_gradient_error(x, x_shape, y, y_shape, x_init_value=x_init_value)
+from graph_run import gradient_error, run
 
 
 # --- gather ---------------------------------------------------------------------------------------------------------

@@ -1,13 +1,14 @@
-"""More sparse ops (adplace/ops/sparse_ops.py, sparse_grad.py, kernels/sparse.py): SparseTensor * and / a dense
-tensor (SparseDenseCwiseMul/Div/Add), sparse_softmax, sparse_maximum/minimum, sparse_fill_empty_rows, the max
-reductions and SparseTensor-output reductions, sparse_to_indicator, sparse_merge, sparse_reset_shape,
-sparse_transpose and sparse_concat, against NumPy references, numeric gradients and TF's errors."""
+"""More sparse ops (adplace/ops/sparse_ops.py, sparse_math_ops.py, sparse_slicing_ops.py, sparse_grad.py and
+kernels/sparse*.py): SparseTensor * and / a dense tensor (SparseDenseCwiseMul/Div/Add), sparse_softmax,
+sparse_maximum/minimum, sparse_fill_empty_rows, the max reductions and SparseTensor-output reductions,
+sparse_to_indicator, sparse_merge, sparse_reset_shape, sparse_transpose and sparse_concat, against NumPy references,
+numeric gradients and TF's errors."""
 import numpy as np
 import pytest
 
 import adplace as tf
 from adplace.errors import InvalidArgumentError
-from adplace.ops import sparse_ops
+from adplace.ops import sparse_math_ops
 
 
 @pytest.fixture
@@ -77,10 +78,10 @@ def test_dense_operand_must_fit_into_the_sparse_shape(sess):
 def test_sparse_dense_cwise_add_touches_only_the_sparse_entries(sess):
     sp = tf.SparseTensor([[0, 0], [1, 1]], [1, 1], [2, 2])
     for dense in (tf.ones([2, 2], tf.int32), tf.ones([1], tf.int32)):
-        result = sparse_ops.sparse_dense_cwise_add(sp, dense)
+        result = sparse_math_ops.sparse_dense_cwise_add(sp, dense)
         np.testing.assert_array_equal(_densify(sess.run(result)), 2 * np.eye(2))
     values = tf.constant([1.0, 2.0])
-    summed = sparse_ops.sparse_dense_cwise_add(tf.SparseTensor([[0], [1]], values, [2]), tf.ones([2]))
+    summed = sparse_math_ops.sparse_dense_cwise_add(tf.SparseTensor([[0], [1]], values, [2]), tf.ones([2]))
     with pytest.raises(NotImplementedError, match="SparseDenseCwiseAdd"):
         tf.gradients(summed.values, values)
 

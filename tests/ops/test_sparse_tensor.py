@@ -1,5 +1,6 @@
-"""tf.SparseTensor and the sparse ops (adplace/framework/sparse_tensor.py, adplace/ops/sparse_ops.py, their kernels
-and gradients), against NumPy references and TF's shapes, names and error messages."""
+"""tf.SparseTensor and the sparse ops (adplace/framework/sparse_tensor.py, adplace/ops/sparse_ops.py,
+sparse_math_ops.py, sparse_slicing_ops.py, their kernels and gradients), against NumPy references and TF's shapes,
+names and error messages."""
 import numpy as np
 import pytest
 
@@ -327,3 +328,13 @@ def test_from_dense_round_trips(sess):
     np.testing.assert_array_equal(out.values, [3, 4, 5])
     np.testing.assert_array_equal(sess.run(tf.sparse.to_dense(st)), dense)
     assert isinstance(tf.sparse.SparseTensor([[0]], [1], [1]), tf.SparseTensor)
+
+
+def test_shape_of_a_sparse_tensor_is_its_dense_shape_cast_to_out_type():
+    sp = tf.sparse_placeholder(tf.float32)
+    shape = tf.shape(sp)
+    assert shape.dtype == tf.int32 and shape.op.type == "Cast"
+    value = tf.SparseTensorValue([[0, 1]], [1.0], [3, 4])
+    with tf.Session() as sess:
+        assert sess.run(shape, {sp: value}).tolist() == [3, 4]
+        assert sess.run(tf.shape(sp, out_type=tf.int64), {sp: value}).dtype == np.int64
