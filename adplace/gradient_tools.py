@@ -9,20 +9,14 @@ custom_gradient uses) stands for all the ops f built: tf.gradients does not diff
 from __future__ import annotations
 
 import functools
-import itertools
 from typing import Callable
 
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import control_dependencies
-from adplace.framework.graph import get_default_graph
 from adplace.framework.nest import flatten
-from adplace.framework.registry import RegisterGradient
-from adplace.gradients import get_dependent_variables, gradients
+from adplace.gradients import get_dependent_variables, gradients, with_gradient
 from adplace.ops import array_ops
 from adplace.ops.variable_scope import get_variable_scope, variable_scope
-
-_override_ids = itertools.count()
-
 
 def _check_no_kwargs(kwargs: dict) -> None:
     if kwargs:
@@ -39,20 +33,6 @@ def _pack_like(structure, leaves):
         packed = {key: _pack_like(structure[key], leaves) for key in sorted(structure)}
         return type(structure)((key, packed[key]) for key in structure)
     return next(leaves)
-
-
-def _with_gradient(kind: str, results: list, inputs: list, grad_fn: Callable) -> list:
-    """`results` through one IdentityN (with `inputs` appended) whose gradient is `grad_fn(*result_grads)`, one
-    gradient per input; nothing flows into the ops that computed `results` except through `inputs`."""
-    n_results = len(results)
-    grad_name = f"{kind}-{next(_override_ids)}"
-
-    @RegisterGradient(grad_name)
-    def _grad(op, *result_grads):
-        return [None] * n_results + list(grad_fn(*result_grads[:n_results]))
-
-    with get_default_graph().gradient_override_map({"IdentityN": grad_name}):
-        return array_ops.identity_n(results + inputs)[:n_results]
 
 
 def grad_pass_through(f: Callable) -> Callable:
@@ -73,7 +53,7 @@ def grad_pass_through(f: Callable) -> Callable:
         _check_no_kwargs(kwargs)
         args = [convert_to_tensor(a) for a in args]
         result = f(*args)
-        outputs = _with_gradient("GradPassThrough", [convert_to_tensor(t) for t in flatten(result)], args,
+        outputs = with_gradient("GradPassThrough", [convert_to_tensor(t) for t in flatten(result)], args,
                                  lambda *dys: dys)
         return _pack_like(result, iter(outputs))
     return pass_through
@@ -119,6 +99,6 @@ def recompute_grad(f: Callable) -> Callable:
             return gradients(list(ys), inputs + variables, grad_ys=list(dys))
 
         reads = [v.value() for v in variables]  # the gradient of a variable flows through its read
-        outputs = _with_gradient("RecomputeGrad", results, args + reads, recompute_and_differentiate)
+        outputs = with_gradient("RecomputeGrad", results, args + reads, recompute_and_differentiate)
         return _pack_like(result, iter(outputs))
     return recomputing

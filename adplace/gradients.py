@@ -314,7 +314,22 @@ def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool =
         return result
 
 
-_custom_gradient_ids = itertools.count()
+_override_ids = itertools.count()
+
+
+def with_gradient(kind: str, results: list, inputs: list, grad_fn) -> list:
+    """`results` through one IdentityN (with `inputs` appended) whose gradient is `grad_fn(*result_grads)`, one
+    gradient per input: a one-off gradient_override_map entry, so tf.gradients does not differentiate the ops that
+    computed `results`, and gradients reach them only through `inputs` (custom_gradient, recompute_grad, ...)."""
+    n_results = len(results)
+    grad_name = f"{kind}-{next(_override_ids)}"
+
+    @RegisterGradient(grad_name)
+    def _grad(unused_op, *result_grads):
+        return [None] * n_results + list(grad_fn(*result_grads[:n_results]))
+
+    with get_default_graph().gradient_override_map({"IdentityN": grad_name}):
+        return array_ops.identity_n(results + inputs)[:n_results]
 
 
 class _CustomGradient:
@@ -343,20 +358,18 @@ class _CustomGradient:
         flat_result = list(result) if isinstance(result, (list, tuple)) else [result]
         variables = get_dependent_variables(args, flat_result)
         _check_variables_argument(grad_fn, variables, use_resource)
-        n_results, n_args = len(flat_result), len(args)
-        grad_name = f"CustomGradient-{next(_custom_gradient_ids)}"
+        n_args = len(args)
 
-        @RegisterGradient(grad_name)
-        def _grad(unused_op, *result_grads):
+        def input_and_variable_grads(*result_grads):
             if not variables:
-                return [None] * n_results + _as_list(grad_fn(*result_grads[:n_results]))
-            input_grads, variable_grads = grad_fn(*result_grads[:n_results], variables=variables)
+                return _as_list(grad_fn(*result_grads))
+            input_grads, variable_grads = grad_fn(*result_grads, variables=variables)
             if len(variable_grads) != len(variables):
                 raise ValueError("Must return gradient for each variable from @custom_gradient grad_fn.")
-            return [None] * n_results + _as_list(input_grads)[:n_args] + list(variable_grads)
+            return _as_list(input_grads)[:n_args] + list(variable_grads)
 
-        with graph.gradient_override_map({"IdentityN": grad_name}):
-            outputs = array_ops.identity_n(flat_result + args + [v.value() for v in variables])[:n_results]
+        outputs = with_gradient("CustomGradient", flat_result, args + [v.value() for v in variables],
+                                input_and_variable_grads)
         if isinstance(result, (list, tuple)):
             return type(result)(outputs)
         return outputs[0]
