@@ -168,7 +168,7 @@ def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False):
     steps = ctx.steps
     if rows or _use_locking(op, default=False):
         locks = [cell.lock for cell in sorted(set(cells), key=_cell_order)]
-        update = _write_rows if rows else _update_cells
+        update = ctx.write_rows if rows else _update_cells
 
         def apply_locked(*values):
             return _holding(locks, update, cells, new_values, values, steps.slot.journal)
@@ -191,35 +191,6 @@ def _update_cells(cells: list, new_values, values, journal):
     news = new_values([cell.value for cell in cells], values)
     for cell, new in zip(cells, news):
         cell.store(new, journal)
-    return news[0]
-
-
-def _write_rows(cells: list, new_values, values, journal):
-    """A row write with every lock held: in place where a cell allows it (undone on any error), else on copies."""
-    in_place = [cell.claim_in_place() if cell not in cells[:i] else False for i, cell in enumerate(cells)]
-    undos: list = [None] * len(cells)
-
-    def target(i: int, old, rows, view_shape: tuple):
-        if not in_place[i]:
-            return old.copy()
-        undos[i] = cells[i].rows_undo(view_shape, np.unique(np.asarray(rows, dtype=np.int64)))
-        return old
-    try:
-        news = new_values([cell.value for cell in cells], values,
-                          [functools.partial(target, i) for i in range(len(cells))])
-    except BaseException:
-        for cell, claimed, undo in zip(cells, in_place, undos):
-            if undo is not None:
-                undo.restore_into(cell.value)
-            if claimed:
-                cell.mutating = False
-        raise
-    for cell, claimed, undo, new in zip(cells, in_place, undos, news):
-        if claimed and undo is not None and new is cell.value:
-            cell.wrote_in_place(undo, journal)
-        else:
-            cell.mutating = False
-            cell.store(new, journal)
     return news[0]
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from adplace.framework.registry import kernel_factory
 from adplace.kernels import gpu as _gpu
 from adplace.runtime.executor import _fetch_copy, _fetch_value
+from adplace.runtime import variable_state
 from adplace.runtime.variable_state import StepGate, VariableCell
 
 
@@ -28,6 +29,7 @@ class KernelContext:
     (NumPy here; adplace.kernels.gpu's context for CUDA)."""
 
     xp = np
+    write_rows = staticmethod(variable_state.write_rows)  # row writes (Scatter*, SparseApply*): in place when safe
     fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
 
     def __init__(self, placement):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import _signal  # signal's C functions: signal.signal's enum conversions cost 2 us a call, twice per parallel run
 import contextlib
+import functools
 import signal
 import sys
 import threading
@@ -127,6 +128,39 @@ class VariableCell:
 
     def __repr__(self) -> str:
         return f"<VariableCell {self.name!r} version={self.version}>"
+
+
+def write_rows(cells: list, new_values, values, journal: list | None):
+    """A row write (kernels/state.py storing_kernel) with every lock of `cells` held: `new_values(olds, values,
+    targets)` writes rows into the arrays `targets[i](old, rows, view_shape)` gives, the stored array itself where
+    `claim_in_place` allows (its old rows journaled; restored on any error) and a copy elsewhere. Ctrl-C is held
+    back until the write is whole and journaled, so a step's undo always finds what it needs."""
+    with interrupts_deferred():
+        in_place = [cell.claim_in_place() if cell not in cells[:i] else False for i, cell in enumerate(cells)]
+        undos: list = [None] * len(cells)
+
+        def target(i: int, old, rows, view_shape: tuple):
+            if not in_place[i]:
+                return old.copy()
+            undos[i] = cells[i].rows_undo(view_shape, np.unique(np.asarray(rows, dtype=np.int64)))
+            return old
+        try:
+            news = new_values([cell.value for cell in cells], values,
+                              [functools.partial(target, i) for i in range(len(cells))])
+        except BaseException:
+            for cell, claimed, undo in zip(cells, in_place, undos):
+                if undo is not None:
+                    undo.restore_into(cell.value)
+                if claimed:
+                    cell.mutating = False
+            raise
+        for cell, claimed, undo, new in zip(cells, in_place, undos, news):
+            if claimed and undo is not None and new is cell.value:
+                cell.wrote_in_place(undo, journal)
+            else:
+                cell.mutating = False
+                cell.store(new, journal)
+        return news[0]
 
 
 def _references(value) -> int:

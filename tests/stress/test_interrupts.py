@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 from stress_support import (JOIN_TIMEOUT_S, PARALLEL, assert_session_clean, custom_op, register_kernel_op,
                             uncaptured_stderr)
@@ -33,6 +34,8 @@ from adplace.runtime import fetches as fetches_module
 from adplace.runtime import session as session_module
 
 RUNS = 50_000     # per test and executor, times ADPLACE_STRESS (~1 run in 25-100 is interrupted)
+ROW_RUNS = 20_000  # the same with in-place row writes (scatter_add of every row of a [ROWS, 4] table)
+ROWS = 256
 KERNEL_SLEEP_S = 0.0002
 MAX_GAP_S = 0.002
 
@@ -108,12 +111,14 @@ class _Interrupts:
 
 class _Program:
     """Variables a, b, c; a step adding 1 to each between StressRecord kernels, ending in the StressFinal kernel.
+    With `rows`, each is a [ROWS, 4] table and the step adds 1 to every row with one locked scatter_add, which
+    writes the rows in place (nothing else holds the tables between runs): a step's tables must stay uniform.
 
     StressRecord logs (run id, thread, "start"/"end", time) under `log_lock`; on the main thread it does a little
     Python work (where Ctrl-C can land), on a worker it sleeps 0.2 ms (while the main thread waits for it).
     """
 
-    def __init__(self, registry, interrupts: _Interrupts):
+    def __init__(self, registry, interrupts: _Interrupts, rows: bool = False):
         self.log: list = []
         self.log_lock = threading.Lock()
         main = threading.main_thread().ident
@@ -137,25 +142,33 @@ class _Program:
         register_kernel_op(registry, "StressRecord", record)
         register_kernel_op(registry, "StressFinal", final)
         self.run_id = tf.placeholder(tf.int64, [], name="run_id")
-        self.variables = [tf.Variable(0.0, dtype=tf.float64, name=name) for name in ("a", "b", "c")]
+        start = np.zeros((ROWS, 4)) if rows else 0.0
+        self.variables = [tf.Variable(start, dtype=tf.float64, name=name) for name in ("a", "b", "c")]
         ops = [custom_op("StressRecord", self.run_id, name="record_0")]
         for i, v in enumerate(self.variables):  # in creation order: record, +a, record, +b, record, +c, record
-            ops.append(tf.assign_add(v, 1.0, use_locking=True))
+            ops.append(tf.scatter_add(v, np.arange(ROWS), np.ones((ROWS, 4)), use_locking=True) if rows else
+                       tf.assign_add(v, 1.0, use_locking=True))
             ops.append(custom_op("StressRecord", self.run_id, name=f"record_{i + 1}"))
         with tf.control_dependencies(ops):
             self.step = custom_op("StressFinal", self.run_id, name="final")  # fetched: converted after the kernels
 
     def value(self, sess) -> float:
-        a, b, c = sess.run(self.variables)
+        a, b, c = (float(v.flat[0]) if np.ndim(v) else v for v in self._uniform(sess.run(self.variables)))
         assert a == b == c, f"a step was half applied: a={a}, b={b}, c={c}"
         return a
 
+    @staticmethod
+    def _uniform(values: list) -> list:
+        for v in values:
+            assert np.ndim(v) == 0 or v.min() == v.max(), f"a row write was half applied: {np.unique(v)}"
+        return values
 
-def _run_interrupted(registry, config, runs: int, seed: int, dump_file):
+
+def _run_interrupted(registry, config, runs: int, seed: int, dump_file, rows: bool = False):
     """Run `runs` steps under random Ctrl-C, checking the invariants after each; returns (interrupts, the runs that
     were interrupted: run id -> added 1?, context for messages)."""
     interrupts = _Interrupts(seed, dump_file)
-    program = _Program(registry, interrupts)
+    program = _Program(registry, interrupts, rows)
     sess = tf.Session(config=config)
     sess.run([v.initializer for v in program.variables])
     if config is PARALLEL:
@@ -216,6 +229,13 @@ def _run_interrupted(registry, config, runs: int, seed: int, dump_file):
 def test_ctrl_c_at_random_points_commits_or_rolls_back_whole_steps(scratch_registry, config, stress_scale,
                                                                    stress_seed, pytestconfig):
     _run_interrupted(scratch_registry, config, RUNS * stress_scale, stress_seed, uncaptured_stderr(pytestconfig))
+
+
+@pytest.mark.parametrize("config", [None, PARALLEL], ids=["plain", "parallel"])
+def test_ctrl_c_during_in_place_row_writes_commits_or_rolls_back_whole_steps(scratch_registry, config, stress_scale,
+                                                                             stress_seed, pytestconfig):
+    _run_interrupted(scratch_registry, config, ROW_RUNS * stress_scale, stress_seed,
+                     uncaptured_stderr(pytestconfig), rows=True)
 
 
 def _two_counters(config):
