@@ -264,3 +264,18 @@ def ref_variable(tensor: Tensor) -> Operation:
     while not is_variable_op(op) and op._op_def.ref_inputs:
         op = op._inputs[op._op_def.ref_inputs[0]]._op
     return op
+
+
+def ancestor_op_ids(elements: list) -> set:
+    """Ids of every op the elements (Tensors or Operations) depend on, through data, reference and control edges,
+    their own ops included."""
+    stack = [e._op if isinstance(e, Tensor) else e for e in elements]
+    seen: set = set()
+    while stack:
+        op = stack.pop()
+        if op._id in seen:
+            continue
+        seen.add(op._id)
+        stack.extend(t._op for t in op._inputs)
+        stack.extend(op._control_inputs)
+    return seen

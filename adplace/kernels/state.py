@@ -114,7 +114,6 @@ def _initialized_value(op, ctx):
     return initialized_value
 
 
-
 # --- training_ops ---------------------------------------------------------------------------------------------------
 def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: str = "grad", by_rows=None):
     """A training-op kernel (ApplyAdam, ...): check the var/slot cells and the inputs as training_ops.cc does, compute
@@ -155,8 +154,8 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
 
 def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False):
     """The kernel of an op that rewrites variables: `new_values(old values, inputs) -> new arrays`, one per variable
-    of `ref_ops`, stored journaled (a failed step is undone) and never written in place (fetched values may alias
-    them). With `use_locking` every variable's lock is held, in the cells' global order, from the first read to the
+    of `ref_ops`, stored journaled (a failed step is undone) as new arrays, not written in place (fetched values may
+    alias them; row writes, below, are the exception). With `use_locking` every variable's lock is held, in the cells' global order, from the first read to the
     last store (TF's MaybeLockVariableInputMutexesInOrder); without it each store is whole but updates may race
     (Hogwild). Returns the first variable's new value.
 

@@ -34,9 +34,10 @@ def _indexed_slices_to_tensor(value: IndexedSlices, dtype=None, name: str | None
                       "amount of memory.", stacklevel=3)
         rows = value.dense_shape[0]
     else:
-        if np.prod(dense_shape) >= _LARGE_SPARSE_NUM_ELEMENTS:
-            warnings.warn(f"Converting sparse IndexedSlices to a dense Tensor with {int(np.prod(dense_shape))} "
-                          f"elements. This may consume a large amount of memory.", stacklevel=3)
+        elements = int(np.prod(dense_shape))
+        if elements >= _LARGE_SPARSE_NUM_ELEMENTS:
+            warnings.warn(f"Converting sparse IndexedSlices to a dense Tensor with {elements} elements. This may "
+                          f"consume a large amount of memory.", stacklevel=3)
         rows = int(dense_shape[0])
     return segment_ops.unsorted_segment_sum(value.values, value.indices, rows, name=name)
 

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from adplace.framework import errors
-from adplace.framework.operation import Operation, Tensor, is_variable_op
+from adplace.framework.operation import Operation, Tensor, ancestor_op_ids, is_variable_op
 from adplace.runtime.executor import _fetch_value, compile_plan, needed_ops
 from adplace.runtime.feeds import feed_converter, feed_tensors
 from adplace.runtime.fetches import REGISTERED_EXPANSIONS, FetchMapper, graph_element, registered_expansion
@@ -77,7 +77,7 @@ class PartialRuns:
         targets = [e for e in mapper.elements if isinstance(e, Operation)]
         if not tensors and not targets:
             raise errors.InvalidArgumentError(None, None, "Must specify at least one target to fetch or execute.")
-        state = PartialRunState(feed_list, tensors, targets, _ancestors(tensors + targets))
+        state = PartialRunState(feed_list, tensors, targets, ancestor_op_ids(tensors + targets))
         handle = (f"{','.join(t.name for t in feed_list)}->{','.join(t.name for t in tensors)}/"
                   f"{','.join(op.name for op in targets)}/1/;{next(self._counter)}")
         try:  # targets that need no feed run now, as TF's executors start them at setup
@@ -171,20 +171,6 @@ def _as_array(value, tensor: Tensor):
     if type(value) is np.ndarray:
         return value
     return np.array(value, dtype=np.dtype(tensor._dtype.base_dtype.as_numpy_dtype))
-
-
-def _ancestors(elements: list) -> set:
-    """Ids of every op the elements depend on, through data, reference and control edges."""
-    stack = [e._op if isinstance(e, Tensor) else e for e in elements]
-    seen: set = set()
-    while stack:
-        op = stack.pop()
-        if op._id in seen:
-            continue
-        seen.add(op._id)
-        stack.extend(t._op for t in op._inputs)
-        stack.extend(op._control_inputs)
-    return seen
 
 
 def _kept_outputs(state: PartialRunState, op: Operation, new_ids: set) -> list:

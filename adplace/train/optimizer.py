@@ -15,7 +15,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import colocate_with, control_dependencies, get_collection_ref, name_scope
 from adplace.framework.graph import GraphKeys, get_default_graph
-from adplace.framework.operation import Operation, Tensor
+from adplace.framework.operation import Operation, Tensor, ancestor_op_ids
 from adplace.gradients import gradients
 from adplace.framework.indexed_slices import IndexedSlices
 from adplace.ops import array_ops, control_flow_ops, segment_ops, sort_ops, state_ops
@@ -46,14 +46,8 @@ def _deduplicate_indexed_slices(values: Tensor, indices: Tensor) -> tuple[Tensor
 
 def _variables_used_by(loss: Tensor) -> list[Variable]:
     """The trainable variables `loss` reads, in trainable_variables order (what TF's tape would have watched)."""
-    reached, stack = set(), [loss.op]
-    while stack:
-        op = stack.pop()
-        if op not in reached:
-            reached.add(op)
-            stack.extend(t.op for t in op.inputs)
-            stack.extend(op.control_inputs)
-    return [v for v in trainable_variables() if v.op in reached]
+    reached = ancestor_op_ids([loss])
+    return [v for v in trainable_variables() if v.op._id in reached]
 
 
 def _check_optimizable(var) -> Variable:
