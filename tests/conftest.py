@@ -4,6 +4,7 @@
     @pytest.mark.parametrize("gpus", [4], indirect=True)
     def test_four_towers(gpus): ...               # 4 virtual GPUs
 """
+import os
 import sys
 
 import pytest
@@ -13,12 +14,32 @@ from adplace import devices
 from adplace.framework import registry
 
 
+def _no_real_gpus() -> tuple:
+    """devices.cuda_gpus while a test hides the machine's CUDA GPUs."""
+    return ()
+
+
+_no_real_gpus.cache_clear = lambda: None
+
+
+def _hide_real_gpus(monkeypatch) -> None:
+    monkeypatch.setattr(devices, "cuda_gpus", _no_real_gpus)
+    monkeypatch.setattr(tf.config, "cuda_gpus", _no_real_gpus)
+
+
 @pytest.fixture(autouse=True)
-def _fresh_graph_and_devices(monkeypatch):
+def _fresh_graph_and_devices(request, monkeypatch):
     """Every test starts on an empty default graph with no virtual GPUs unless it asks for some; on a real GPU the
-    memory pool grows on demand instead of reserving the card (TF_FORCE_GPU_ALLOW_GROWTH, as TF reads it)."""
+    memory pool grows on demand instead of reserving the card (TF_FORCE_GPU_ALLOW_GROWTH, as TF reads it).
+
+    The machine's CUDA GPUs are hidden, so a test means on a GPU machine what it means in CI (the default device of an
+    op is the CPU, and CPU kernels' errors apply), except in tests marked `gpu`, tests on fake GPUs or probing CuPy
+    itself, and every test when ADPLACE_TEST_REAL_GPUS=1 (a search for what differs on the card)."""
     monkeypatch.delenv("ADPLACE_VIRTUAL_GPUS", raising=False)
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    if not (request.node.get_closest_marker("gpu") or {"fake_gpu", "no_cupy"} & set(request.fixturenames)
+            or os.environ.get("ADPLACE_TEST_REAL_GPUS") == "1"):
+        _hide_real_gpus(monkeypatch)
     tf.config.set_virtual_gpus(None)
     tf.reset_default_graph()
     yield
@@ -44,8 +65,18 @@ def gpus(request) -> int:
 
 @pytest.fixture
 def virtual_gpus_only(monkeypatch):
-    """Hide real CUDA GPUs (CuPy on a GPU machine would list them first and shift every index)."""
-    monkeypatch.setattr(devices, "cuda_gpus", lambda: ())
+    """Hide real CUDA GPUs (CuPy on a GPU machine would list them first and shift every index), also with
+    ADPLACE_TEST_REAL_GPUS=1."""
+    _hide_real_gpus(monkeypatch)
+
+
+@pytest.fixture
+def no_cupy(monkeypatch):
+    """Pretend CuPy is not installed (and forget any cached discovery before and after)."""
+    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
+    devices.cuda_gpus.cache_clear()
+    yield
+    devices.cuda_gpus.cache_clear()
 
 
 @pytest.fixture

@@ -1126,9 +1126,17 @@ class ufunc:
 
     def at(self, a, indices, b=None):
         self._only("at", ("add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"))
+        supported = _AT_DTYPES.get(self.__name__)
+        if supported is not None and a.dtype.char not in supported:  # CUDA has no atomic for the rest
+            names = ", ".join(np.dtype(c).name for c in supported)
+            raise TypeError(f"cupy.{self.__name__}.at only supports {names}, as data type")
         op = _Op(self.__name__ + "_at", force=True)
         self._np.at(op.unwrap(a), op.unwrap(indices), op.unwrap(b))
         op.finish(None)
+
+
+# The dtypes CuPy's ufunc.at takes (its atomics; CuPy's scatter tests and error messages), by ufunc.
+_AT_DTYPES = {"add": "iILQefd", "subtract": "iI", "maximum": "iILQfd", "minimum": "iILQfd"}
 
 
 # Top-level names of CuPy v13's cupy/__init__.py (routines only); served where NumPy 2 still has them.

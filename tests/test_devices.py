@@ -1,24 +1,10 @@
 """Tests for adplace/devices.py: CPU:0 always, virtual GPUs from the env or the API, CUDA GPUs only through CuPy."""
-import importlib.util
 
 import pytest
 
 import adplace as tf
 from adplace import devices
 from placement_log import CPU0
-
-
-@pytest.fixture
-def no_cupy(monkeypatch):
-    """Pretend CuPy is not installed (and forget any cached discovery before and after)."""
-    real_find_spec = importlib.util.find_spec
-
-    def find_spec(name, *args, **kwargs):
-        return None if name == "cupy" or name.startswith("cupy.") else real_find_spec(name, *args, **kwargs)
-    devices.cuda_gpus.cache_clear()
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    yield
-    devices.cuda_gpus.cache_clear()
 
 
 def test_cpu0_always_exists():

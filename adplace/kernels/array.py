@@ -13,6 +13,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
 from adplace.kernels.math import reduction_axes
+from adplace.kernels.repeated_index import ufunc_at
 from adplace.kernels.registration import GPU_ALL, NO_GPU, int_tuple, kernel, multi_output, with_xp
 
 INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
@@ -243,7 +244,7 @@ def _unsorted_segment_sum(op, ctx):
         out = xp.zeros((rows,) + data.shape[ids.ndim:], dtype=data.dtype)
         kept = (ids >= 0) & (ids < rows)  # TF drops negative ids
         data = xp.where(kept.reshape(kept.shape + (1,) * (data.ndim - ids.ndim)), data, xp.zeros((), data.dtype))
-        xp.add.at(out, xp.where(kept, ids, 0), data)
+        ufunc_at(xp, "add", out, xp.where(kept, ids, 0), data)
         return out
     return unsorted_segment_sum
 

@@ -22,6 +22,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import broadcast_reduction_axes, dims_text
+from adplace.kernels.gpu import to_host
 from adplace.kernels.registration import GPU_ALL, fixed, int_tuple, kernel, multi_output, with_xp
 
 
@@ -248,13 +249,16 @@ def _broadcast_gradient_args(op, ctx):
 
 @kernel("InvertPermutation", {_dtypes.int32, _dtypes.int64})
 def _invert_permutation(op, ctx):
+    """Checked and inverted on the host (an int64 one on a CUDA GPU is copied back, then up again)."""
+    xp = ctx.xp
+
     def invert_permutation(x):
-        x = np.asarray(x)
+        x = np.asarray(to_host(x))
         if sorted(x.tolist()) != list(range(x.size)):
             raise InvalidArgumentError(None, op, f"{x.tolist()} is not a permutation of 0..{x.size - 1}")
         out = np.empty_like(x)
         out[x] = np.arange(x.size, dtype=x.dtype)
-        return out
+        return xp.asarray(out)
     return invert_permutation
 
 

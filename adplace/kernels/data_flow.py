@@ -16,6 +16,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
 from adplace.kernels.gpu import to_host
+from adplace.kernels.repeated_index import ufunc_at
 from adplace.kernels.registration import GPU_FLOATING, GPU_NUMERIC, NO_GPU, int_tuple, kernel, multi_output
 
 _REAL = _dtypes.FLOATING | _dtypes.INTEGER
@@ -112,7 +113,7 @@ def _write_slices(xp, op, target, indices: np.ndarray, updates, how: str):
         written = np.flatnonzero(last >= 0)
         slices[xp.asarray(written)] = values[xp.asarray(last[written])]
     else:
-        getattr(xp, how).at(slices, xp.asarray(rows), values)
+        ufunc_at(xp, how, slices, rows, values)
     return target
 
 
@@ -214,24 +215,17 @@ def _reduce_segments(xp, kind: str, rows, ids: np.ndarray, num: int, empty_value
     at = xp.asarray(ids)
     if kind in ("Sum", "Mean", "SqrtN"):
         out = xp.zeros((num,) + row_shape, dtype=dtype)
-        xp.add.at(out, at, rows)
+        ufunc_at(xp, "add", out, ids, rows)
     elif kind in ("Max", "Min"):
         out = xp.zeros((num,) + row_shape, dtype=dtype)
         if ids.size:
             first = np.full(num, ids.size, np.int64)
             np.minimum.at(first, ids, np.arange(ids.size))  # start from a real row: no dtype limits needed
             out[at] = rows[xp.asarray(first[ids])]
-            (xp.maximum if kind == "Max" else xp.minimum).at(out, at, rows)
-    else:  # Prod; CuPy has no multiply.at: one round per repeat, each round naming every segment once
+            ufunc_at(xp, "maximum" if kind == "Max" else "minimum", out, ids, rows)
+    else:  # Prod
         out = xp.ones((num,) + row_shape, dtype=dtype)
-        order = np.argsort(ids, kind="stable")
-        starts = np.repeat(np.cumsum(counts) - counts, counts)
-        occurrence = np.empty(ids.size, np.int64)
-        occurrence[order] = np.arange(ids.size) - starts
-        for k in range(int(counts.max(initial=0))):
-            positions = np.flatnonzero(occurrence == k)
-            targets = xp.asarray(ids[positions])
-            out[targets] = out[targets] * rows[xp.asarray(positions)]
+        ufunc_at(xp, "multiply", out, ids, rows)
     counts_col = counts.reshape((num,) + (1,) * len(row_shape))
     if kind == "Mean":
         divisor = xp.asarray(np.maximum(counts_col, 1).astype(dtype))

@@ -53,9 +53,10 @@ def is_device_array(value) -> bool:
     return type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__")
 
 
-def to_host(value):
-    """A value as a NumPy array (a CuPy array is copied back, synchronising its stream); others unchanged."""
-    return value.get() if is_device_array(value) else value
+def to_host(value, stream=None):
+    """A value as a NumPy array, others unchanged: a CuPy array is copied back once `stream` (default: the current
+    one) has produced it. Pass the device's stream outside `with stream`: the null stream does not wait for it."""
+    return value.get(stream=stream) if is_device_array(value) else value
 
 
 # --- memory options -----------------------------------------------------------------------------------------------
@@ -242,17 +243,18 @@ def build_kernel(op, state: DeviceState, base_ctx) -> Callable:
     if on_host(kernel_dtype(op)):
         host_fn = factory(op, base_ctx)
         uploads = {i: upload_kernel(state) for i, t in enumerate(op._outputs) if not on_host(t._dtype)}
+        stream = state.stream
         if not uploads:
-            return lambda *args: host_fn(*[to_host(a) for a in args])
-        return _uploading_outputs(host_fn, uploads, len(op._outputs))
+            return lambda *args: host_fn(*[to_host(a, stream) for a in args])
+        return _uploading_outputs(host_fn, uploads, len(op._outputs), stream)
     with state.cuda, state.stream:
         fn = factory(op, GPUKernelContext(base_ctx, state))
     return state.launcher(fn, op)
 
 
-def _uploading_outputs(host_fn: Callable, uploads: dict, n_outputs: int) -> Callable:
+def _uploading_outputs(host_fn: Callable, uploads: dict, n_outputs: int, stream) -> Callable:
     def run(*args):
-        result = host_fn(*[to_host(a) for a in args])
+        result = host_fn(*[to_host(a, stream) for a in args])
         if n_outputs == 1:
             return uploads[0](result)
         return tuple(uploads[i](value) if i in uploads else value for i, value in enumerate(result))
@@ -280,12 +282,13 @@ def pinned_empty(shape, dtype) -> np.ndarray:
 
 
 class _Staging:
-    """A transfer step's pinned host buffer, reused each run once the copy that last read it has finished."""
+    """A transfer step's pinned host buffer, reused each run once the copy that last read it has finished. Threads
+    running the same plan share it: `lock` is held from the fill until the copy out of it is enqueued."""
 
-    __slots__ = ("buffer", "done")
+    __slots__ = ("buffer", "done", "lock")
 
     def __init__(self):
-        self.buffer, self.done = None, None
+        self.buffer, self.done, self.lock = None, None, threading.Lock()
 
     def fill(self, value: np.ndarray) -> np.ndarray:
         if self.done is not None:
@@ -310,11 +313,13 @@ def upload_kernel(state: DeviceState) -> Callable:
             return value.copy()
         if not value.flags.c_contiguous:
             value = np.ascontiguousarray(value)
-        source = value if is_pinned(value, cp) else staging.fill(value)
         with cuda, stream:
             out = cp.empty(value.shape, value.dtype)
-            out.set(source, stream=stream)
-            if source is not value:
+            if is_pinned(value, cp):
+                out.set(value, stream=stream)
+                return out
+            with staging.lock:
+                out.set(staging.fill(value), stream=stream)
                 staging.done = stream.record()
         return out
     return upload

@@ -71,7 +71,10 @@ def _integer_division(op, ctx):
     Float FloorDiv is TF's floor(x / y) (NumPy's floor_divide differs where x / y rounds up to an integer: 1.0 // 0.1
     is 9.0 there); float TruncateDiv is plain x / y, as TF's kernel."""
     xp = ctx.xp
-    fn = _truncate_div(xp) if op._type == "TruncateDiv" and op._attrs["T"].is_integer else elementwise_fn(op._type, xp)
+    fn = elementwise_fn(op._type, xp)
+    if op._attrs["T"].is_integer and op._type in ("TruncateDiv", "TruncateMod"):
+        truncate_div = _truncate_div(xp)  # CuPy's integer fmod goes through double, which loses int64 precision
+        fn = truncate_div if op._type == "TruncateDiv" else (lambda x, y: x - truncate_div(x, y) * y)
     if not op._attrs["T"].is_integer:
         return (lambda x, y: xp.floor(xp.true_divide(x, y))) if op._type == "FloorDiv" else fn
 

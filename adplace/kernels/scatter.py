@@ -19,6 +19,7 @@ from adplace.framework.errors import InvalidArgumentError, OutOfRangeError
 from adplace.framework.operation import ref_variable
 from adplace.framework.tensor_shape import dims_text
 from adplace.kernels.gpu import to_host
+from adplace.kernels.repeated_index import in_rounds, rounds, ufunc_at
 from adplace.kernels.registration import GPU_FLOAT, GPU_FLOATING, NO_GPU, kernel
 from adplace.kernels.state import (_adagrad, _centered_rms_prop, _holding, _momentum, _rms_prop, _training_kernel,
                                    _uninitialized, storing_kernel)
@@ -32,36 +33,17 @@ def _index_text(shape: tuple, flat: int) -> str:
     return "[" + ",".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]" if shape else ""
 
 
-def _rounds(rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(positions, rows[positions]) per round: round k holds the k-th occurrence of each repeated row, so every round
-    names distinct rows and a row's updates run in the order of `rows`."""
-    n = rows.size
-    if n == 0:
-        return []
-    order = np.argsort(rows, kind="stable")
-    ordered = rows[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    if starts.size == n:
-        return [(np.arange(n), rows)]
-    occurrence = np.empty(n, np.int64)
-    occurrence[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-    return [(positions, rows[positions])
-            for positions in (np.flatnonzero(occurrence == k) for k in range(int(occurrence.max()) + 1))]
-
-
 def _accumulate(ufunc_name: str):
-    """Add/Sub/Min/Max: one unbuffered ufunc.at, which applies every repeated index."""
+    """Add/Sub/Min/Max: one unbuffered ufunc.at where the backend has it, which applies every repeated index."""
     def write(xp, target, rows, updates):
-        getattr(xp, ufunc_name).at(target, xp.asarray(rows), updates)
+        ufunc_at(xp, ufunc_name, target, rows, updates)
     return write
 
 
 def _by_rounds(combine):
     """Update/Mul/Div: target[rows[i]] = combine(target[rows[i]], updates[i]) for each i in turn, a round at a time."""
     def write(xp, target, rows, updates):
-        for positions, distinct in _rounds(rows):
-            at = xp.asarray(distinct)
-            target[at] = combine(target[at], updates[xp.asarray(positions)])
+        in_rounds(xp, combine, target, rows, updates)
     return write
 
 
@@ -208,7 +190,7 @@ def _rows_of(n_refs: int, grad_at: int, indices_at: int):
                                            f"of range")
             news = [target(old, indices, var_shape if i == 0 else xp.shape(old))
                     for i, (target, old) in enumerate(zip(targets, olds))]
-            for positions, distinct in _rounds(indices):
+            for positions, distinct in rounds(indices):
                 at = xp.asarray(distinct)
                 values[grad_at] = grad[xp.asarray(positions)]
                 for new, row_values in zip(news, step(*[new[at] for new in news], *values)):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import time
 
-import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import FailedPreconditionError, InvalidArgumentError
@@ -100,8 +99,8 @@ kernel("AssignSub", gpu_types=GPU_VARIABLE)(_update_family("subtract"))
 
 @kernel("IsVariableInitialized", gpu_types=GPU_VARIABLE)
 def _is_initialized(op, ctx):
-    cell = ctx.variable(ref_variable(op._inputs[0]))
-    return lambda: np.bool_(cell.value is not None)
+    cell, xp = ctx.variable(ref_variable(op._inputs[0])), ctx.xp
+    return lambda: xp.asarray(cell.value is not None)
 
 
 @kernel("InitializedValue", gpu_types=GPU_VARIABLE)

@@ -231,7 +231,8 @@ CASES = {
     "broadcast_gradient": lambda rng: (lambda a, b: (tf.gradients(tf.reduce_sum(a * b), [a, b]),
                                                      {a: _x(rng, 3, 4), b: _x(rng, 4)}))(
         tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32, [None])),
-    "invert_permutation": lambda rng: (tf.invert_permutation(tf.constant([2, 0, 1])), {}),
+    "invert_permutation": lambda rng: ([tf.invert_permutation(tf.constant([2, 0, 1])),
+                                        tf.invert_permutation(tf.constant(np.array([1, 3, 0, 2], np.int64)))], {}),
     "gather_and_friends": _gather_and_friends, "logical_bitwise": _logical_bitwise,
     "gather_scatter_nd": _gather_scatter_nd, "partition_stitch_segments": _partition_stitch_segments,
     "conv2d": lambda rng: _conv_program(rng), "pooling": lambda rng: _pooling_program(rng),

@@ -5,7 +5,6 @@
 copies with their direction and whether the host side was pinned, synchronisations, event records and waits. These
 tests run everywhere; tests/gpu/test_real_gpu.py runs the same comparisons on a real GPU (`pytest -m gpu`).
 """
-import sys
 
 import numpy as np
 import pytest
@@ -423,14 +422,6 @@ def test_towers_on_two_cuda_gpus_run_in_parallel_threads_with_the_same_values(fa
 
 
 # --- without CuPy -------------------------------------------------------------------------------------------------
-@pytest.fixture
-def no_cupy(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
-    devices.cuda_gpus.cache_clear()
-    yield
-    devices.cuda_gpus.cache_clear()
-
-
 def test_without_cupy_there_are_no_cuda_gpus_and_the_reason_says_how_to_get_them(no_cupy, capsys):
     assert devices.cuda_gpus() == ()
     assert 'CuPy is not installed (pip install "adplace[gpu]"' in devices.why_no_cuda()
@@ -493,3 +484,60 @@ def test_every_fusible_op_compiles_with_nvrtc_for_float_and_double():
             ptx = nvrtc_check.compile_elementwise(source.in_params, source.out_params, source.operation, source.name,
                                                   preamble=fusion.PREAMBLE)
             assert source.name in ptx
+
+
+@pytest.mark.parametrize("name,dtype", [("subtract", np.float32), ("add", np.int64), ("maximum", np.float16),
+                                        ("minimum", np.int32), ("multiply", np.float64), ("subtract", np.uint32)])
+def test_writes_at_repeated_indices_match_numpy_where_cuda_has_no_atomic(fake_gpu, name, dtype):
+    """CuPy's ufunc.at takes only the dtypes CUDA has atomics for (subtract: int32/uint32 alone); the rest run in
+    rounds, with every repeated index applied as NumPy's unbuffered ufunc.at does."""
+    from adplace.kernels.repeated_index import ufunc_at
+    rows = np.array([3, 0, 3, 3, 1, 0])
+    values = (np.arange(12).reshape(6, 2) % 5 + 1).astype(dtype)
+    start = np.full((4, 2), 7, dtype)
+    expected = start.copy()
+    getattr(np, name).at(expected, rows, values)
+    if name == "subtract" and dtype == np.float32:
+        with pytest.raises(TypeError, match="only supports int32, uint32"):
+            fake_gpu.subtract.at(fake_gpu.asarray(start), fake_gpu.asarray(rows), fake_gpu.asarray(values))
+    target = fake_gpu.asarray(start)
+    ufunc_at(fake_gpu, name, target, rows, fake_gpu.asarray(values))
+    np.testing.assert_array_equal(fake_gpu.asnumpy(target), expected)
+
+
+def test_host_run_int32_kernels_read_device_inputs_on_the_device_stream(fake_gpu):
+    """An int32 op on a GPU runs on the host; the device values it reads must be copied on the device stream: the
+    null stream does not wait for a non-blocking stream, so a copy there can read memory not yet written."""
+    with tf.device("/gpu:0"):
+        x = tf.matmul(tf.ones([4, 4]), tf.ones([4, 4]))
+        n = tf.reduce_sum(tf.cast(x, tf.int32))
+    sess = tf.Session()
+    sess.run(n)
+    start = len(fake_gpu.fake_log)
+    assert sess.run(n) == 64
+    gets = [e for e in _since(fake_gpu, start, "sync") if e[1] == "get"]
+    assert gets and {e[3] for e in gets} == {_stream_ptr(sess)}
+
+
+def test_threads_feeding_one_gpu_placeholder_each_get_their_own_value(fake_gpu, fast_switching):
+    """The pinned staging buffer of a host->GPU copy is shared by every run of the plan: a thread must not refill it
+    between another thread's fill and copy, or that copy uploads the wrong feed."""
+    import threading
+    x = tf.placeholder(tf.float64, [])
+    with tf.device("/gpu:0"):
+        y = x * 1.0
+    sess = tf.Session()
+    wrong = []
+
+    def work(offset):
+        for i in range(300):
+            value = float(offset * 1000 + i)
+            got = sess.run(y, {x: value})
+            if got != value:
+                wrong.append((value, got))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
