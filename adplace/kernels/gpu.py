@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 from typing import Callable
@@ -270,6 +271,12 @@ def is_pinned(array: np.ndarray, cp) -> bool:
             return True
         base = getattr(base, "obj", None) if isinstance(base, memoryview) else getattr(base, "base", None)
     return False
+
+
+def in_pinned_memory(array: np.ndarray) -> bool:
+    """Whether `array` views CuPy pinned memory (False while CuPy is not imported: then none exists)."""
+    cp = sys.modules.get("cupy")
+    return cp is not None and is_pinned(array, cp)
 
 
 def pinned_empty(shape, dtype) -> np.ndarray:

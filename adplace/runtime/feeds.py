@@ -29,6 +29,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.nest import flatten
 from adplace.framework.operation import Operation, Tensor
+from adplace.kernels.gpu import in_pinned_memory
 from adplace.runtime.fetches import REGISTERED_EXPANSIONS, registered_expansion
 
 _ndarray = np.ndarray
@@ -191,12 +192,13 @@ def feed_converter(tensor: Tensor) -> Callable:
         return ValueError(f"Cannot feed value of shape {shape!r} for Tensor '{name}', which has shape '{static}'")
 
     def convert(value):
-        # The fast path: an ndarray (never a graph element) of a dtype NumPy may cast; `astype` always copies.
+        # The fast path: an ndarray (never a graph element) of a dtype NumPy may cast; `astype` always copies, except
+        # for an array of the right dtype in pinned memory, which is fed as it is (copied straight to a GPU).
         if type(value) is _ndarray and not is_string:
             value_dtype = value.dtype
             if value_dtype is not np_dtype and real and value_dtype.kind == "c":
                 raise _complex_to_real(value, tensor)
-            array = value.astype(np_dtype)
+            array = value if value_dtype == np_dtype and in_pinned_memory(value) else value.astype(np_dtype)
         else:
             array = convert_other(value)
         if rank is not None:

@@ -541,3 +541,19 @@ def test_threads_feeding_one_gpu_placeholder_each_get_their_own_value(fake_gpu, 
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_a_pinned_feed_goes_to_the_gpu_straight_from_the_callers_buffer(fake_gpu, monkeypatch):
+    """No host copy of a feed in pinned memory: the feed converter keeps it, and the upload needs no staging."""
+    from adplace.runtime import feeds
+    with tf.device("/gpu:0"):
+        p = tf.placeholder(tf.float32, [1024])
+        y = p * 2.0
+    pinned = tf.pinned_empty((1024,), np.float32)
+    pinned[:] = np.arange(1024)
+    assert feeds.feed_converter(p)(pinned) is pinned
+    pageable = np.arange(1024, dtype=np.float32)
+    assert not np.shares_memory(feeds.feed_converter(p)(pageable), pageable)  # pageable memory: an owned copy
+    sess = tf.Session()
+    monkeypatch.setattr(gpu._Staging, "fill", lambda self, value: pytest.fail("a pinned feed was staged"))
+    np.testing.assert_array_equal(sess.run(y, {p: pinned}), np.arange(1024) * 2.0)
