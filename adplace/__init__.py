@@ -17,7 +17,10 @@ from adplace.framework.default_graph import (add_to_collection, add_to_collectio
                                              control_dependencies, device, get_collection, get_collection_ref,
                                              name_scope, op_scope, set_random_seed)
 from adplace.framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
-from adplace.framework.operation import NodeDef, Operation, Tensor
+from adplace.framework.operation import Operation, Tensor
+from adplace.framework.importer import import_graph_def
+from adplace.framework.tensor_util import make_ndarray, make_tensor_proto
+from adplace.lib import protos as _protos
 from adplace.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from adplace.framework.sparse_tensor import SparseTensor, SparseTensorValue, convert_to_tensor_or_sparse_tensor
 from adplace.ops.indexed_slices_ops import convert_to_tensor_or_indexed_slices, scalar_mul
@@ -34,6 +37,7 @@ from adplace.kernels import scatter as _scatter_kernels  # noqa: F401 - Scatter*
 from adplace.kernels import conv as _conv_kernels  # noqa: F401 - registers the conv and pooling kernels
 from adplace.kernels import nn as _nn_kernels  # noqa: F401 - registers the nn ops' kernels
 from adplace.kernels import array as _array_kernels  # noqa: F401 - gather, one_hot, pad, ... kernels
+from adplace.kernels import io as _io_kernels  # noqa: F401 - SaveV2, RestoreV2, MergeV2Checkpoints, ... kernels
 from adplace.kernels import checks as _check_kernels  # noqa: F401 - Assert, CheckNumerics, Print kernels
 from adplace.kernels import linalg as _linalg_kernels  # noqa: F401 - matrix inverse, diag, einsum, ... kernels
 from adplace.kernels import script as _script_kernels  # noqa: F401 - PyFunc kernels (CPU only)
@@ -104,13 +108,12 @@ from adplace.ops.variable_scope import create_partitioned_variables
 from adplace.ops.partitioned_variables import (PartitionedVariable, fixed_size_partitioner,
                                                min_max_variable_partitioner, variable_axis_size_partitioner)
 from adplace.ops.init_ops import identity_initializer, uniform_unit_scaling_initializer
-from adplace.runtime.options import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RewriterConfig,
-                                     RunMetadata, RunOptions)
 from adplace.runtime.session import InteractiveSession, Session
 from adplace import client, profiler
 from adplace import app, flags, losses, metrics
 from adplace import debugging, linalg, math
 from adplace import sparse
+from adplace import gfile, io, summary  # tf.gfile, tf.io.gfile, tf.summary (ops, FileWriter, protos)
 from adplace.ops.sparse_ops import (sparse_fill_empty_rows, sparse_merge, sparse_placeholder, sparse_reorder,
                                     sparse_reset_shape, sparse_reshape, sparse_retain, sparse_tensor_to_dense,
                                     sparse_to_dense, sparse_to_indicator, sparse_transpose)
@@ -144,3 +147,17 @@ bitwise = _types.SimpleNamespace(bitwise_and=_logical_ops.bitwise_and, bitwise_o
 from adplace import test  # tf.test: TestCase, main, compute_gradient(_error), is_gpu_available, Benchmark, mock
 
 __version__ = "0.1.0"
+
+_OPTION_PROTOS = frozenset({"ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RewriterConfig",
+                            "RunMetadata", "RunOptions"})
+
+
+def __getattr__(name: str):
+    """tf.ConfigProto, tf.RunOptions, tf.GraphDef...: TF's protos, loaded on first use so that `import adplace` stays fast."""
+    if name in _OPTION_PROTOS:
+        from adplace.runtime import options
+        return getattr(options, name)
+    if name in ("GraphDef", "NodeDef"):
+        return getattr(_protos.graph_pb2 if name == "GraphDef" else _protos.node_def_pb2, name)
+    raise AttributeError(f"module 'adplace' has no attribute {name!r}")
+

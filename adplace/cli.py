@@ -3,7 +3,8 @@
     adplace devices            # CPU:0 and every GPU; virtual GPUs are marked "(virtual)"
     adplace demo               # variables on the CPU, compute on GPU:0, a two-tower model, gradient colocation on
                                # and off, and a data-parallel polynomial fit trained with Adam on 2 GPUs
-    adplace demo --trace DIR   # the same; its Chrome traces and PNG timelines go to DIR (default ./adplace-traces)
+    adplace demo --trace DIR   # the same; its Chrome traces and PNG timelines go to DIR (default ./adplace-traces),
+                               # and a TensorBoard log directory (graphs, traced runs, the fit's loss) to DIR/tensorboard
 """
 from __future__ import annotations
 
@@ -129,10 +130,17 @@ def _save_trace(trace_dir: str, name: str, plot: bool) -> list[str]:
     return written
 
 
-def _gradient_colocation(trace_dir: str, plot: bool) -> list[str]:
+def _tensorboard_writer(logdir: str, run: str, sess):
+    """A FileWriter of run `run` under TensorBoard log directory `logdir`, with the session's graph."""
+    import adplace as tf
+
+    return tf.summary.FileWriter(os.path.join(logdir, run), sess.graph)
+
+
+def _gradient_colocation(trace_dir: str, plot: bool, logdir: str) -> list[str]:
     """ADCME's `gradients(c, a, colocate=true)`: where each gradient op runs with colocation on and off, and a
-    traced run of each (`run_profile`/`save_profile`) saved as Chrome trace JSON (and a PNG timeline) and compared.
-    Returns the files written."""
+    traced run of each (`run_profile`/`save_profile`) saved as Chrome trace JSON (and a PNG timeline) and compared;
+    each graph and traced run also goes to TensorBoard log directory `logdir`. Returns the trace files written."""
     import adplace as tf
     from adplace import profiler
 
@@ -150,6 +158,8 @@ def _gradient_colocation(trace_dir: str, plot: bool) -> list[str]:
                 if op.name.startswith("gradients/"):
                     print(f"  {op.name:<28} {op.type:<8} {sess.placement(op)}")
             tf.run_profile(sess, g + c)
+            with _tensorboard_writer(logdir, f"colocate_{str(colocate).lower()}", sess) as writer:
+                writer.add_run_metadata(profiler.last_run_metadata(), "g + c")
             files = _save_trace(trace_dir, f"colocate_{str(colocate).lower()}", plot)
             summaries[f"colocate={colocate}"] = profiler.step_summary(profiler.last_run_metadata().step_stats)
             print(f"  traced run of g + c saved to {' and '.join(files)} (open the JSON in chrome://tracing or "
@@ -166,10 +176,12 @@ def _prints_steps(bar) -> bool:
     return bar.disable or not sys.stdout.isatty()
 
 
-def _polynomial_fit(steps: int, trace_dir: str, plot: bool) -> list[str]:
+def _polynomial_fit(steps: int, trace_dir: str, plot: bool, logdir: str) -> list[str]:
     """The data-parallel fit of y = 5x^2 + 3 from ADCME's docs: one tower per GPU sharing w, trained with Adam, a
-    progress bar showing the loss; its last step is traced. Returns the trace files written."""
+    progress bar showing the loss; its last step is traced. The graph, the loss every 10 steps and the traced step
+    go to TensorBoard log directory `logdir`. Returns the trace files written."""
     import adplace as tf
+    from adplace import profiler
     from adplace.progress import progress
 
     tf.reset_default_graph()
@@ -186,18 +198,25 @@ def _polynomial_fit(steps: int, trace_dir: str, plot: bool) -> list[str]:
     loss = tf.train.make_parallel(model, num_gpus, x=x, y=y)
     mean_loss = tf.reduce_mean(loss)
     train_op = tf.train.AdamOptimizer(0.1).minimize(mean_loss, colocate_gradients_with_ops=True)
+    loss_summary = tf.summary.scalar("loss", mean_loss)
     rng = np.random.default_rng(0)
-    with tf.Session() as sess:
+    with tf.Session() as sess, _tensorboard_writer(logdir, "polynomial_fit", sess) as writer:
         sess.run(tf.global_variables_initializer())
         with progress(range(1, steps + 1), desc="polynomial fit") as bar:
             print_steps = _prints_steps(bar)
             for step in bar:
                 x_val = rng.uniform(-10.0, 10.0, size=100)
                 feed = {x: x_val, y: 5 * np.square(x_val) + 3}
+                logged = step % 10 == 0 or step == steps
+                fetches = [train_op, mean_loss] + ([loss_summary] if logged else [])
                 if step == steps:  # traced: the saved timeline shows one data-parallel training step
-                    _, loss_val = tf.run_profile(sess, [train_op, mean_loss], feed)
+                    values = tf.run_profile(sess, fetches, feed)
+                    writer.add_run_metadata(profiler.last_run_metadata(), f"step {step}", step)
                 else:
-                    _, loss_val = sess.run([train_op, mean_loss], feed)
+                    values = sess.run(fetches, feed)
+                loss_val = values[1]
+                if logged:
+                    writer.add_summary(values[2], step)
                 bar.set_postfix(loss=f"{loss_val:.6g}", refresh=False)
                 if print_steps and step % 100 == 0:
                     print(f"step {step:5d}  loss {loss_val:12.6f}")
@@ -214,15 +233,19 @@ def _polynomial_fit(steps: int, trace_dir: str, plot: bool) -> list[str]:
 def _cmd_demo(args: argparse.Namespace) -> int:
     print(_demo_devices(args.virtual_gpus))
     os.makedirs(args.trace_dir, exist_ok=True)
+    logdir = os.path.join(args.trace_dir, "tensorboard")
     plot = _can_plot()
     _section("ADCME placement: variables on the CPU, compute on GPU:0")
     _adcme_placement()
     _section("Multi-tower: one matmul per GPU, add_n on the CPU")
     _towers()
     _section("Gradient colocation: ADCME's gradients(c, a, colocate=true)")
-    written = _gradient_colocation(args.trace_dir, plot)
+    written = _gradient_colocation(args.trace_dir, plot, logdir)
     _section("Data-parallel polynomial fit on 2 GPUs: Adam, colocate_gradients_with_ops=True")
-    written += _polynomial_fit(args.steps, args.trace_dir, plot)
+    written += _polynomial_fit(args.steps, args.trace_dir, plot, logdir)
+    _section("TensorBoard")
+    print(f"graphs, traced runs (per-op time and memory) and the fit's loss written to {logdir}; view them with:")
+    print(f"  tensorboard --logdir {logdir}")
     _section("Files written")
     for path in written:
         print(path)
@@ -305,6 +328,9 @@ files written to the --trace directory:
   colocate_false.json    colocation on and off (open them in chrome://tracing
                          or https://ui.perfetto.dev)
   polynomial_fit.json    Chrome trace of the fit's last training step
+  tensorboard/           a TensorBoard log directory: one run per example
+                         with its graph and traced run, and the fit's loss
+                         (view it with: tensorboard --logdir DIR/tensorboard)
   *.png                  a timeline of each traced run, one row per device;
                          needs matplotlib (pip install "adplace[plot]"),
                          skipped with a note without it

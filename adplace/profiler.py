@@ -3,6 +3,7 @@
     y_value = run_profile(sess, y)                 # one FULL_TRACE run; its RunMetadata is kept
     save_profile("timeline.json")                  # Chrome trace JSON, for chrome://tracing or ui.perfetto.dev
     step_summary(last_run_metadata().step_stats)   # {'devices': {...: {'ops': 3, ...}}, 'transfers': 1, ...}
+    transfers(last_run_metadata().step_stats)      # [Transfer(tensor_name='a:0', src_device=..., bytes=4), ...]
     plot_timeline(last_run_metadata(), "timeline.png")             # or ax=...: two timelines side by side
     plot_placement(tf.get_default_graph(), sess, "placement.png")  # the graph coloured by device (matplotlib)
     placement_dot(tf.get_default_graph(), sess, "placement.dot")   # the same for Graphviz: dot -Tsvg placement.dot
@@ -11,15 +12,19 @@ This module sits on top (style.md, house rule 1): framework/, ops/ and runtime/ 
 """
 from __future__ import annotations
 
+import math
+
 import logging
 from typing import Any
 
 from adplace.client.timeline import Timeline
-from adplace.runtime.options import RunMetadata, RunOptions
+from adplace.runtime import options as _options
+from adplace.runtime.step_stats import copied_tensor as _copied_tensor
+from adplace.runtime.step_stats import transfers
 
 _log = logging.getLogger("adplace")
 
-run_metadata: RunMetadata | None = None  # ADCME's module global: the RunMetadata of the latest run_profile
+run_metadata: _options.RunMetadata | None = None  # ADCME's module global: the RunMetadata of the latest run_profile
 
 _DEVICE_COLOURS = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3",
                    "#bc80bd", "#ccebc5", "#ffed6f", "#d9d9d9")
@@ -35,12 +40,12 @@ def run_profile(sess, fetches, feed_dict=None, **kwargs) -> Any:
         last_run_metadata().step_stats.dev_stats      # one DeviceStepStats per device that ran ops
     """
     global run_metadata
-    options = RunOptions(trace_level=RunOptions.FULL_TRACE)
-    run_metadata = RunMetadata()
+    options = _options.RunOptions(trace_level=_options.RunOptions.FULL_TRACE)
+    run_metadata = _options.RunMetadata()
     return sess.run(fetches, feed_dict, options=options, run_metadata=run_metadata, **kwargs)
 
 
-def last_run_metadata() -> RunMetadata | None:
+def last_run_metadata() -> _options.RunMetadata | None:
     """The RunMetadata of the latest run_profile, or None before the first."""
     return run_metadata
 
@@ -65,24 +70,6 @@ def save_profile(filename: str = "default_timeline.json", **kwargs) -> str:
 
 
 # --- summaries ------------------------------------------------------------------------------------------------------
-def _transfer_rows(step_stats) -> list[tuple[str, str, str, int]]:
-    """(tensor, src device, dst device, bytes) for every copy, in start order. A `_Recv` without transfer stats (a
-    TF-made trace) is read from its label and outputs, its source device unknown ("")."""
-    found = []
-    for dev in step_stats.dev_stats:
-        for ns in dev.node_stats:
-            t, copied = ns.transfer, _copied_tensor(ns)
-            if t is not None:
-                row = (t.tensor_name, t.src_device, t.dst_device, t.bytes)
-            elif copied is not None:
-                nbytes = sum(o.tensor_description.allocation_description.requested_bytes for o in ns.output)
-                row = (copied, "", dev.device, nbytes)
-            else:
-                continue
-            found.append(((ns.all_start_micros, ns.all_start_nanos), row))
-    return [row for _, row in sorted(found, key=lambda pair: pair[0])]
-
-
 def _op_type(node_stats) -> str:
     return Timeline._parse_op_label(node_stats.timeline_label)[1]
 
@@ -110,17 +97,9 @@ def step_summary(step_stats) -> dict:
             else:
                 row["ops"] += 1
                 row["op_time_us"] += ns.all_end_rel_micros
-    transfers = _transfer_rows(step_stats)
-    return {"devices": devices, "transfers": len(transfers), "transfer_bytes": sum(t[3] for t in transfers),
-            "transfer_list": transfers, "wall_us": max(ends) - min(starts) if starts else 0}
-
-
-def _copied_tensor(node_stats) -> str | None:
-    """The tensor a copy node moves (from its transfer stats, else its `_Recv` label), or None for other ops."""
-    if node_stats.transfer is not None:
-        return node_stats.transfer.tensor_name
-    _, op, inputs = Timeline._parse_op_label(node_stats.timeline_label)
-    return (inputs[0] if inputs else node_stats.node_name) if op == "_Recv" else None
+    copies = [tuple(t) for t in transfers(step_stats)]
+    return {"devices": devices, "transfers": len(copies), "transfer_bytes": sum(t[3] for t in copies),
+            "transfer_list": copies, "wall_us": max(ends) - min(starts) if starts else 0}
 
 
 def _short_device(name: str) -> str:
@@ -190,7 +169,7 @@ def _finish(ax, made_figure: bool, path: str | None):
         fig.tight_layout()
     if path is None:
         return fig
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")  # legends beside the axes are kept whole
     return path
 
 
@@ -218,13 +197,16 @@ def plot_timeline(run_metadata_or_step_stats, path: str | None = None, *, ax=Non
     """
     _, _, Patch = _matplotlib("plot_timeline")
     step_stats = getattr(run_metadata_or_step_stats, "step_stats", run_metadata_or_step_stats)
-    rows, boxes, row_of_device = _timeline_rows(step_stats)
-    ax, made_figure = _axes_for("plot_timeline", ax, (12, 1.2 + 0.5 * max(len(rows), 1)))
+    rows, boxes = _timeline_rows(step_stats)
+    op_types = sorted({_op_type(ns) for _, ns, copied in boxes if copied is None})
+    legend_columns = max(1, math.ceil((len(op_types) + 1) / _LEGEND_ROWS))
+    legend_height = 0.9 + 0.2 * math.ceil((len(op_types) + 1) / legend_columns)
+    ax, made_figure = _axes_for("plot_timeline", ax, (12 + 1.6 * (legend_columns - 1),
+                                                      max(1.6 + 0.5 * max(len(rows), 1), legend_height)))
     nodes = [ns for _, ns, _ in boxes]
     origin = min((ns.all_start_micros for ns in nodes), default=0)
     span = max((ns.all_start_micros + ns.all_end_rel_micros - origin for ns in nodes), default=1) or 1
     end_of = {ns.node_name: (row, ns.all_start_micros + ns.all_end_rel_micros - origin) for row, ns, _ in boxes}
-    op_types = sorted({_op_type(ns) for _, ns, copied in boxes if copied is None})
     colours = {t: f"C{i % 10}" for i, t in enumerate(op_types)}
     for row, ns, copied in boxes:
         x, width = ns.all_start_micros - origin, max(ns.all_end_rel_micros, span * 1e-3)
@@ -233,34 +215,39 @@ def plot_timeline(run_metadata_or_step_stats, path: str | None = None, *, ax=Non
         if width > span * 0.05:
             text = copied if copied else ns.node_name.rsplit("/", 1)[-1]
             ax.text(x + width / 2, row, text, ha="center", va="center", fontsize=8, clip_on=True)
-        if copied:  # arrow from the producer's end (else the source device's first row) to the copy's end
+        if copied:  # arrow from the end of the producer (recorded in the same step) to the copy's end
             src_row, src_x = end_of.get(copied.split(":")[0], (None, x))
-            if src_row is None and ns.transfer is not None:
-                src_row = row_of_device.get(ns.transfer.src_device)
             if src_row is not None:
                 ax.annotate("", xy=(x + width, row), xytext=(src_x, src_row),
                             arrowprops={"arrowstyle": "->", "color": "crimson", "linewidth": 1.2})
-    handles = [Patch(facecolor=colours[t], edgecolor="black", label=t) for t in op_types[:20]]
+    handles = [Patch(facecolor=colours[t], edgecolor="black", label=t) for t in op_types]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch="////", label="copy (_Recv)"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
+              ncol=legend_columns, title="op type", title_fontsize=8)
     ax.set_yticks(range(len(rows)), rows)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, span * 1.02)
-    ax.set_xlabel("time since the step's first op (us)")
+    xlabel = "time since the step's first op (us)"
+    if any(" lane " in row for row in rows):
+        xlabel += "\nrows: one per device; 'lane k': ops of one device that overlapped in time (concurrent threads)"
+    ax.set_xlabel(xlabel)
     ax.set_title(title or "Per-device timeline (hatched: cross-device copies; arrows: source -> destination)")
     return _finish(ax, made_figure, path)
 
 
+_LEGEND_ROWS = 16  # legend entries per column of plot_timeline's op-type legend
+
+
 def _timeline_rows(step_stats):
-    """(y labels top to bottom, [(row, node stats, copied tensor or None)], first row of each device)."""
-    rows, boxes, row_of_device = [], [], {}
+    """(y labels top to bottom, [(row, node stats, copied tensor or None)])."""
+    rows, boxes = [], []
     for dev in step_stats.dev_stats:
         lanes = _lanes(dev.node_stats)
-        row_of_device[dev.device] = first_row = len(rows)
+        first_row = len(rows)
         count = max(lanes, default=0) + 1
         rows += [_short_device(dev.device) + (f" lane {k}" if count > 1 else "") for k in range(count)]
         boxes += [(first_row + lane, ns, _copied_tensor(ns)) for ns, lane in zip(dev.node_stats, lanes)]
-    return rows, boxes, row_of_device
+    return rows, boxes
 
 
 # --- placement drawings: one colour per placed device -------------------------------------------------------------

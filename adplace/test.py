@@ -21,7 +21,7 @@ import numpy as np
 from adplace import flags, tf_logging
 from adplace.framework.session_stack import get_default_session
 from adplace.gradient_checker import compute_gradient, compute_gradient_error
-from adplace.runtime.options import ConfigProto, RewriterConfig
+from adplace.runtime import options as _options
 from adplace.runtime.session import Session
 from adplace.test_util import IsBuiltWithROCm, IsGoogleCudaEnabled, TensorFlowTestCase, gpu_device_name, \
     is_gpu_available, process_temp_dir
@@ -62,10 +62,10 @@ def is_built_with_gpu_support() -> bool:
     return is_built_with_cuda() or is_built_with_rocm()
 
 
-def benchmark_config() -> ConfigProto:
+def benchmark_config() -> _options.ConfigProto:
     """A ConfigProto for benchmarks: constant folding off, so the ops timed actually run."""
-    config = ConfigProto()
-    config.graph_options.rewrite_options.constant_folding = RewriterConfig.OFF
+    config = _options.ConfigProto()
+    config.graph_options.rewrite_options.constant_folding = _options.RewriterConfig.OFF
     return config
 
 

@@ -38,7 +38,7 @@ from adplace.framework.operation import Tensor
 from adplace.framework.random_seed import DEFAULT_GRAPH_SEED, set_random_seed
 from adplace.framework.session_stack import get_default_session
 from adplace.ops.variables import Variable
-from adplace.runtime.options import ConfigProto, RewriterConfig
+from adplace.runtime import options as _options
 from adplace.runtime.session import Session
 from adplace.test_assertions import ArrayAssertions
 
@@ -299,15 +299,15 @@ def process_temp_dir() -> str:
     return _process_temp_dir
 
 
-def _test_config(config: ConfigProto | None, force_gpu: bool) -> ConfigProto:
+def _test_config(config: _options.ConfigProto | None, force_gpu: bool) -> _options.ConfigProto:
     """The session config of a test: soft placement unless `force_gpu`, and no constant folding (so an op under
     test really runs). `config` itself is left unchanged."""
-    prepared = ConfigProto(allow_soft_placement=not force_gpu)
+    prepared = _options.ConfigProto(allow_soft_placement=not force_gpu)
     if config is not None:
         prepared.CopyFrom(config)
         if force_gpu:
             prepared.allow_soft_placement = False
-    prepared.graph_options.rewrite_options.constant_folding = RewriterConfig.OFF
+    prepared.graph_options.rewrite_options.constant_folding = _options.RewriterConfig.OFF
     return prepared
 
 

@@ -198,7 +198,7 @@ def test_demo_without_matplotlib_writes_the_traces_and_says_why_no_pngs(capsys, 
     out = capsys.readouterr().out
     assert 'PNG timelines skipped: matplotlib is not installed (pip install "adplace[plot]"' in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["colocate_false.json", "colocate_true.json",
-                                                         "polynomial_fit.json"]
+                                                         "polynomial_fit.json", "tensorboard"]
 
 
 def test_a_trace_directory_that_cannot_be_made_is_a_one_line_error(capsys, tmp_path):

@@ -12,33 +12,38 @@ import pytest
 
 import adplace as tf
 from adplace import profiler
-from adplace.runtime.step_stats import (AllocationDescription, DeviceStepStats, NodeExecStats, NodeOutput, StepStats,
-                                        TensorDescription, TransferStats)
+from adplace.lib import protos
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
 
 
-def node(label: str, start: int, dur: int, nbytes: int = 0, transfer=None) -> NodeExecStats:
-    outputs = [NodeOutput(tensor_description=TensorDescription(
-        allocation_description=AllocationDescription(requested_bytes=nbytes, allocator_name="cpu")))] if nbytes else []
-    return NodeExecStats(node_name=label.split(" = ")[0], timeline_label=label, all_start_micros=start,
-                         all_end_rel_micros=dur, all_start_nanos=start * 1000, output=outputs, transfer=transfer)
+def node(label: str, start: int, dur: int, nbytes: int = 0):
+    """A NodeExecStats proto named from `label` ("name = Op(inputs)"), with one `cpu` output of `nbytes` if any."""
+    ss = protos.step_stats_pb2
+    outputs = [ss.NodeOutput(tensor_description={"allocation_description": {
+        "requested_bytes": nbytes, "allocator_name": "cpu"}})] if nbytes else []
+    return ss.NodeExecStats(node_name=label.split(" = ")[0], timeline_label=label, all_start_micros=start,
+                            all_end_rel_micros=dur, all_start_nanos=start * 1000, output=outputs)
 
 
-def tower_step() -> StepStats:
-    """x on the CPU, copied to both GPUs (400 bytes each); one Sum per GPU; both sums copied back (4 bytes each)."""
-    def copy(src, dst, tensor, nbytes, start, dur):
-        return node(f"{tensor}/_0 = _Recv({tensor})", start, dur, nbytes, TransferStats(
-            tensor_name=tensor, src_device=src, dst_device=dst, bytes=nbytes))
-    return StepStats(dev_stats=[
-        DeviceStepStats(device=CPU, node_stats=[
-            node("x = Const()", 0, 10, 400), copy(GPU0, CPU, "s0", 4, 38, 1), copy(GPU1, CPU, "s1", 4, 60, 2),
-            node("out = Add(s0/_0, s1/_0)", 70, 3, 4)]),
-        DeviceStepStats(device=GPU0, node_stats=[copy(CPU, GPU0, "x", 400, 11, 5), node("s0 = Sum(x/_0)", 17, 20, 4)]),
-        DeviceStepStats(device=GPU1, node_stats=[copy(CPU, GPU1, "x", 400, 12, 6), node("s1 = Sum(x/_0)", 19, 40, 4)]),
-    ])
+def step(**node_stats_by_device):
+    """A StepStats proto: device -> its NodeExecStats, in order."""
+    return protos.step_stats_pb2.StepStats(dev_stats=[{"device": d, "node_stats": n}
+                                                      for d, n in node_stats_by_device.items()])
+
+
+def tower_step():
+    """x on the CPU, copied to both GPUs (400 bytes each); one Sum per GPU; both sums copied back (4 bytes each).
+    Each copy's source device is where its tensor was produced."""
+    def copy(tensor, nbytes, start, dur):
+        return node(f"{tensor}/_0 = _Recv({tensor})", start, dur, nbytes)
+    return step(**{
+        CPU: [node("x = Const()", 0, 10, 400), copy("s0", 4, 38, 1), copy("s1", 4, 60, 2),
+              node("out = Add(s0/_0, s1/_0)", 70, 3, 4)],
+        GPU0: [copy("x", 400, 11, 5), node("s0 = Sum(x/_0)", 17, 20, 4)],
+        GPU1: [copy("x", 400, 12, 6), node("s1 = Sum(x/_0)", 19, 40, 4)]})
 
 
 # --- run_profile / save_profile ------------------------------------------------------------------------------------
@@ -112,20 +117,19 @@ def test_step_summary_counts_ops_time_and_transfers():
         GPU0: {"ops": 1, "op_time_us": 20, "transfer_time_us": 5},
         GPU1: {"ops": 1, "op_time_us": 40, "transfer_time_us": 6}}
     assert summary["transfers"] == 4 and summary["transfer_bytes"] == 808 and summary["wall_us"] == 73
-    assert summary["transfer_list"] == [("x", CPU, GPU0, 400), ("x", CPU, GPU1, 400), ("s0", GPU0, CPU, 4),
-                                        ("s1", GPU1, CPU, 4)]   # in start order, across devices
+    assert summary["transfer_list"] == [("x:0", CPU, GPU0, 400), ("x:0", CPU, GPU1, 400), ("s0:0", GPU0, CPU, 4),
+                                        ("s1:0", GPU1, CPU, 4)]   # in start order, across devices
 
 
-def test_step_summary_reads_recv_nodes_without_transfer_stats():
-    step = StepStats(dev_stats=[DeviceStepStats(device=GPU0, node_stats=[node("a/_3 = _Recv(a:1)", 5, 2, 64)])])
-    summary = profiler.step_summary(step)
+def test_step_summary_reads_a_copy_of_an_unrecorded_tensor_with_no_source_device():
+    summary = profiler.step_summary(step(**{GPU0: [node("a/_3 = _Recv(a:1)", 5, 2, 64)]}))
     assert summary["transfer_list"] == [("a:1", "", GPU0, 64)] and summary["devices"][GPU0]["ops"] == 0
-    assert profiler.step_summary(StepStats()) == {"devices": {}, "transfers": 0, "transfer_bytes": 0,
+    assert profiler.step_summary(step()) == {"devices": {}, "transfers": 0, "transfer_bytes": 0,
                                                   "transfer_list": [], "wall_us": 0}
 
 
 def test_format_comparison_aligns_one_row_per_run():
-    one_gpu = StepStats(dev_stats=[DeviceStepStats(device=GPU0, node_stats=[node("s = Sum(x)", 0, 3)])])
+    one_gpu = step(**{GPU0: [node("s = Sum(x)", 0, 3)]})
     table = profiler.format_comparison({"colocate=True": profiler.step_summary(tower_step()),
                                         "off": profiler.step_summary(one_gpu)})
     assert table == ("run            CPU:0 ops  GPU:0 ops  GPU:1 ops  transfers  bytes\n"

@@ -177,3 +177,23 @@ def test_plot_timeline_without_a_path_returns_its_own_figure():
     assert isinstance(fig, Figure) and fig.axes[0].get_title() == "one step"
     assert type(fig.canvas).__name__ == "FigureCanvasAgg"
     assert len(fig.axes[0].collections) == sum(len(d.node_stats) for d in tower_step().dev_stats)
+
+
+def test_a_timeline_of_many_op_types_keeps_its_whole_legend_and_explains_lanes(tmp_path):
+    """30 op types on three rows: the legend gets columns and the figure the height to hold them, and the saved
+    PNG keeps the legend beside the axes (bbox_inches="tight"); the lane rows are explained under the time axis."""
+    from test_profiler import CPU, node, step
+    nodes = [node(f"op{i} = Type{i:02d}()", 3 * i, 5, 4) for i in range(30)]  # each overlaps the next: 2 lanes
+    fig = profiler.plot_timeline(step(**{CPU: nodes}))
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()][:2] == ["Type00", "Type01"] and len(legend.get_texts()) == 31
+    fig.canvas.draw()
+    box, figure_box = legend.get_window_extent(), fig.bbox
+    assert box.y0 >= figure_box.y0 - 1 and box.y1 <= figure_box.y1 + 1  # no entry cut off above or below
+    assert "'lane k': ops of one device that overlapped in time" in ax.get_xlabel()
+    path = tmp_path / "many.png"
+    profiler.plot_timeline(step(**{CPU: nodes}), str(path))
+    import matplotlib.image
+    width = matplotlib.image.imread(str(path)).shape[1]
+    assert width > fig.get_figwidth() * fig.dpi * 0.9  # the saved image is wide enough to hold the legend

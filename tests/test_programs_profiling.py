@@ -8,6 +8,7 @@ import pytest
 import adplace as tf
 from adplace import profiler
 from adplace.client import timeline
+from adplace.runtime.step_stats import transfers
 
 CPU, GPU0 = "/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:GPU:0"
 
@@ -34,8 +35,8 @@ def test_adcme_run_profile_and_save_profile(gpus, tmp_path, colocate, copies):
     tf.save_profile(str(path))
     assert value == pytest.approx(-np.sin(np.sin(1.0)) * np.cos(1.0) + np.cos(np.sin(1.0)), rel=1e-6)
     stats = profiler.last_run_metadata().step_stats
-    assert [(t.tensor_name, t.src_device, t.dst_device) for t in stats.transfers()] == copies
-    assert sum(t.bytes for t in stats.transfers()) == 4 * len(copies)  # float32 scalars
+    assert [(t.tensor_name, t.src_device, t.dst_device) for t in transfers(stats)] == copies
+    assert sum(t.bytes for t in transfers(stats)) == 4 * len(copies)  # float32 scalars
     ran_on = {n.node_name: d.device for d in stats.dev_stats for n in d.node_stats}
     assert ran_on["gradients/c_grad/Sin"] == (CPU if colocate else GPU0)  # Cos's gradient: with Cos, or default
     assert ran_on["gradients/b_grad/Cos"] == GPU0

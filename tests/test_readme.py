@@ -21,7 +21,7 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
     assert demo_cmd.startswith("python3 -m venv .venv && .venv/bin/pip install ")
     assert demo_cmd.endswith("&& .venv/bin/adplace demo")
     assert re.search(r'pip install (\.|"\.(\[[a-z,]+\])?") ', demo_cmd), demo_cmd
-    assert '".[test]"' in test_cmd and "pytest" in test_cmd
+    assert '".[test,interop]"' in test_cmd and "pytest" in test_cmd
     assert test_cmd in (ROOT / ".ci" / "run").read_text()
 
 
@@ -50,7 +50,7 @@ def test_readme_python_examples_print_exactly_their_pasted_output(capsys, tmp_pa
         tf.reset_default_graph()
         exec(compile(code.replace("/tmp/", str(tmp_path) + "/"), "README.md", "exec"), {})
         assert capsys.readouterr().out == output, code
-    assert (tmp_path / "adplace-example.npz").exists() and (tmp_path / "true.json").exists()
+    assert (tmp_path / "adplace-example.index").exists() and (tmp_path / "true.json").exists()
 
 
 def test_first_example_is_short_and_shows_the_placement_log():

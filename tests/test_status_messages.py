@@ -8,6 +8,7 @@ import pytest
 
 import adplace as tf
 from adplace import progress
+from adplace.lib.io import tensor_bundle
 from adplace.runtime import session as session_module
 from adplace.train import saver as saver_module
 
@@ -104,15 +105,15 @@ def _two_variables():
 
 
 def test_a_slow_save_says_how_many_variables_how_many_bytes_and_where(status_log, monkeypatch, tmp_path):
-    monkeypatch.setattr(saver_module, "write_data_file",
-                        status_log.delayed("saving", saver_module.write_data_file))
+    monkeypatch.setattr(tensor_bundle.BundleWriter, "finish",
+                        status_log.delayed("saving", tensor_bundle.BundleWriter.finish))
     _two_variables()
     saver = tf.train.Saver()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         prefix = saver.save(sess, str(tmp_path / "model"), global_step=3)
     said = status_log.about("saving")
-    target = f"saving 2 variables (40 bytes) to {prefix}.npz"  # 6 float32 + 2 float64
+    target = f"saving 2 variables (40 bytes) to {prefix}"  # 6 float32 + 2 float64
     assert said[0] == f"{target} ..." and said[1].startswith(f"{target}: done in ")
     assert len(said) == 2
 
@@ -124,8 +125,8 @@ def test_a_slow_restore_says_how_many_variables_and_from_where(status_log, monke
         sess.run(tf.global_variables_initializer())
         prefix = saver.save(sess, str(tmp_path / "model"))
         sess.run(w.assign(np.full((2, 3), 5.0, np.float32)))
-        monkeypatch.setattr(saver_module, "CheckpointReader",
-                            status_log.delayed("restoring", saver_module.CheckpointReader))
+        monkeypatch.setattr(saver_module, "open_checkpoint",
+                            status_log.delayed("restoring", saver_module.open_checkpoint))
         saver.restore(sess, prefix)
         assert not sess.run(w).any()
     assert f"Restoring parameters from {prefix}" in status_log.messages  # TF's own line, said first
@@ -140,8 +141,8 @@ def test_a_failed_restore_still_says_done(status_log, monkeypatch, tmp_path):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         prefix = tf.train.Saver([w]).save(sess, str(tmp_path / "model"))
-        monkeypatch.setattr(saver_module, "CheckpointReader",
-                            status_log.delayed("restoring", saver_module.CheckpointReader))
+        monkeypatch.setattr(saver_module, "open_checkpoint",
+                            status_log.delayed("restoring", saver_module.open_checkpoint))
         with pytest.raises(tf.errors.NotFoundError):
             tf.train.Saver().restore(sess, prefix)  # "b" is not in the checkpoint
     assert status_log.about(f"restoring 2 variables from {prefix}: done in ")

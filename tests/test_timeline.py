@@ -5,33 +5,40 @@ import numpy as np
 
 import adplace as tf
 from adplace.client import timeline
-from adplace.runtime.step_stats import (AllocationDescription, DeviceStepStats, NodeExecStats, NodeOutput, StepStats,
-                                        TensorDescription, TensorShapeDim, TensorShapeProto, TransferStats)
+from adplace.lib import protos
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
 
 
-def node(label: str, start: int, dur: int, outputs=(), transfer=None) -> NodeExecStats:
-    """A NodeExecStats named from `label` ("name = Op(inputs)"), with (allocator, bytes) outputs of shape [n/4]."""
-    return NodeExecStats(
+def node(label: str, start: int, dur: int, outputs=()):
+    """A NodeExecStats proto named from `label` ("name = Op(inputs)"), with (allocator, bytes) float outputs of
+    shape [n/4]."""
+    return protos.step_stats_pb2.NodeExecStats(
         node_name=label.split(" = ")[0], timeline_label=label, all_start_micros=start, all_end_rel_micros=dur,
-        op_end_rel_micros=dur, all_start_nanos=start * 1000, all_end_rel_nanos=dur * 1000, transfer=transfer,
-        output=[NodeOutput(slot=i, tensor_description=TensorDescription(
-            dtype=1, shape=TensorShapeProto(dim=[TensorShapeDim(size=nbytes // 4)]),
-            allocation_description=AllocationDescription(requested_bytes=nbytes, allocated_bytes=nbytes,
-                                                         allocator_name=allocator)))
-            for i, (allocator, nbytes) in enumerate(outputs)])
+        op_end_rel_micros=dur, all_start_nanos=start * 1000, all_end_rel_nanos=dur * 1000,
+        output=[{"slot": i, "tensor_description": {
+            "dtype": 1, "shape": {"dim": [{"size": nbytes // 4}]},
+            "allocation_description": {"requested_bytes": nbytes, "allocated_bytes": nbytes,
+                                       "allocator_name": allocator}}}
+                for i, (allocator, nbytes) in enumerate(outputs)])
 
 
-def two_device_step() -> StepStats:
+def StepStats(dev_stats=()):  # noqa: N802 - reads as the proto's constructor
+    return protos.step_stats_pb2.StepStats(dev_stats=dev_stats)
+
+
+def DeviceStepStats(device: str, node_stats):  # noqa: N802
+    return protos.step_stats_pb2.DeviceStepStats(device=device, node_stats=node_stats)
+
+
+def two_device_step():
     """a, b (two outputs) and c = Add(a, b:1) on the CPU; c copied to the GPU as c/_0; d = Sin(c/_0); e = Mul(d, c/_1)
     where c/_1 has no record of its own (TF's Send/Recv without logging: the timeline credits c)."""
     cpu = [node("a = Const()", 1000, 5, [("cpu", 8)]),
            node("b = Split()", 1002, 4, [("cpu", 8), ("cpu", 8)]),  # overlaps a: second lane
            node("c = Add(a, b:1)", 1010, 3, [("cpu", 8)])]
-    gpu = [node("c/_0 = _Recv(c)", 1014, 6, [("GPU_0_bfc", 8)], TransferStats(tensor_name="c", src_device=CPU,
-                                                                              dst_device=GPU, bytes=8)),
+    gpu = [node("c/_0 = _Recv(c)", 1014, 6, [("GPU_0_bfc", 8)]),
            node("d = Sin(c/_0)", 1021, 2, [("GPU_0_bfc", 8)]),
            node("e = Mul(d, c/_1)", 1024, 1, [("GPU_0_bfc", 8)])]
     return StepStats(dev_stats=[DeviceStepStats(device=CPU, node_stats=cpu), DeviceStepStats(device=GPU,
@@ -158,8 +165,8 @@ def test_memory_events_and_allocator_maximums():
         ("d", 4, 1021, 5), ("e", 4, 1024, 6)]
     snapshot = next(e for e in events_of(trace, "O") if e["name"] == "c/_0")
     assert snapshot["ts"] == 1019 and snapshot["args"]["snapshot"]["tensor_description"] == (
-        "dtype: DT_FLOAT shape { dim { size: 2 } } allocation_description { requested_bytes: 8 allocated_bytes: 8 "
-        "allocator_name: GPU_0_bfc }")
+        "dtype: DT_FLOAT\nshape {\n  dim {\n    size: 2\n  }\n}\nallocation_description {\n  requested_bytes: 8\n"
+        "  allocated_bytes: 8\n  allocator_name: GPU_0_bfc\n}\n")   # the proto's text format, as TF's str() gives
     deleted = {e["name"]: (e["ts"], e["tid"]) for e in events_of(trace, "D")}
     assert deleted["c"] == (1024, 0) and deleted["b"] == (1006, 0) and deleted["c/_0"] == (1022, 0)
     counters = [(e["name"], e["ts"], e["args"]) for e in events_of(trace, "C")]

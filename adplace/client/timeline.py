@@ -142,7 +142,7 @@ class Timeline:
         self._next_flow_id = 0
         self._flow_starts: dict[str, tuple[int, int, int]] = {}  # tensor name -> (timestamp, pid, tid)
         self._allocator_maximums: dict[str, AllocationMaximum] = {}
-        self._lane_by_node: dict[int, int] = {}  # id(NodeExecStats) -> lane (TF writes it into thread_id)
+        self._lanes: list[list[int]] = []  # per device, per node: its lane (TF writes it into thread_id)
 
     def _alloc_pid(self) -> int:
         pid, self._next_pid = self._next_pid, self._next_pid + 1
@@ -173,7 +173,8 @@ class Timeline:
     def _assign_lanes(self) -> None:
         """Give every node the first lane of its device whose last op ended strictly before the node starts."""
         for device_stats in self._step_stats.dev_stats:
-            lanes = [0]
+            lanes, of_node = [0], []
+            self._lanes.append(of_node)
             for ns in device_stats.node_stats:
                 end = ns.all_start_micros + ns.all_end_rel_micros
                 lane = next((i for i, lane_end in enumerate(lanes) if ns.all_start_micros > lane_end), len(lanes))
@@ -181,9 +182,9 @@ class Timeline:
                     lanes.append(end)
                 else:
                     lanes[lane] = end
-                self._lane_by_node[id(ns)] = lane
+                of_node.append(lane)
 
-    def _emit_op(self, nodestats, pid: int, is_gputrace: bool) -> None:
+    def _emit_op(self, nodestats, pid: int, tid: int, is_gputrace: bool) -> None:
         """One X event: name = op type, args = node name, op type and input0..N from the label."""
         node_name, inputs = nodestats.node_name, []
         if is_gputrace:
@@ -195,8 +196,8 @@ class Timeline:
         args = {"name": node_name, "op": op}
         for i, input_name in enumerate(inputs):
             args[f"input{i}"] = input_name
-        self._chrome_trace.emit_region(nodestats.all_start_micros, nodestats.all_end_rel_micros, pid,
-                                       self._lane_by_node[id(nodestats)], "Op", op, args)
+        self._chrome_trace.emit_region(nodestats.all_start_micros, nodestats.all_end_rel_micros, pid, tid, "Op", op,
+                                       args)
 
     def _emit_tensor_snapshot(self, tensor: _TensorTracker, timestamp: int, pid: int, tid: int, value) -> None:
         snapshot = {"tensor_description": str(value.tensor_description).replace('"', "")}
@@ -225,11 +226,10 @@ class Timeline:
 
     def _analyze_tensors(self, show_memory: bool) -> None:
         """Track every recorded output (`node` for output 0, `node:k` otherwise) as a tensor and a flow start."""
-        for dev_stats in self._step_stats.dev_stats:
+        for dev_stats, lanes in zip(self._step_stats.dev_stats, self._lanes):
             device_pid = self._device_pids[dev_stats.device]
             tensors_pid = self._tensor_pids[dev_stats.device]
-            for node_stats in dev_stats.node_stats:
-                tid = self._lane_by_node[id(node_stats)]
+            for node_stats, tid in zip(dev_stats.node_stats, lanes):
                 node_name = node_stats.node_name
                 start_time = node_stats.all_start_micros
                 end_time = start_time + node_stats.all_end_rel_micros
@@ -248,14 +248,13 @@ class Timeline:
 
     def _show_compute(self, show_dataflow: bool) -> None:
         """Emit every op, and a flow (s at the producer's end, t at the consumer's start) per input on another lane."""
-        for dev_stats in self._step_stats.dev_stats:
+        for dev_stats, lanes in zip(self._step_stats.dev_stats, self._lanes):
             device_pid = self._device_pids[dev_stats.device]
             is_gputrace = self._is_gputrace_device(dev_stats.device)
-            for node_stats in dev_stats.node_stats:
-                tid = self._lane_by_node[id(node_stats)]
+            for node_stats, tid in zip(dev_stats.node_stats, lanes):
                 start_time = node_stats.all_start_micros
                 end_time = start_time + node_stats.all_end_rel_micros
-                self._emit_op(node_stats, device_pid, is_gputrace)
+                self._emit_op(node_stats, device_pid, tid, is_gputrace)
                 if is_gputrace or node_stats.node_name == "RecvTensor":
                     continue
                 for input_name in self._parse_op_label(node_stats.timeline_label)[2]:

@@ -539,6 +539,38 @@ class Graph:
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
 
+    # --- GraphDef ---------------------------------------------------------------------------------------------
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False):
+        """This graph as TF's GraphDef proto (tf.Graph.as_graph_def); see graph_io.graph_to_graph_def."""
+        from adplace.framework.graph_io import graph_to_graph_def
+        return graph_to_graph_def(self, from_version, add_shapes)
+
+    @property
+    def graph_def_versions(self):
+        """The VersionDef written into this graph's GraphDefs (producer and min_consumer)."""
+        from adplace.framework.graph_io import versions
+        return versions()
+
+    def _checkpoint(self) -> tuple:
+        """What `_roll_back` needs to undo every op added from now on (all-or-nothing imports)."""
+        return len(self._ops), dict(self._names_in_use)
+
+    def _roll_back(self, checkpoint: tuple) -> None:
+        """Remove the ops added since `checkpoint` and restore the names in use, as if they were never built."""
+        count, names_in_use = checkpoint
+        with self._lock:
+            added = self._ops[count:]
+            gone = {id(op) for op in added}
+            for op in added:
+                for t in op._inputs:
+                    t._op._consumers[:] = [c for c in t._op._consumers if id(c) not in gone]
+                for c in op._control_inputs:
+                    c._control_outputs[:] = [o for o in c._control_outputs if id(o) not in gone]
+                self._ops_by_name.pop(op._name, None)
+            del self._ops[count:]
+            self._names_in_use.clear()
+            self._names_in_use.update(names_in_use)
+
     finalized = property(lambda self: self._finalized, doc="True once finalize() was called.")
     version = property(lambda self: len(self._ops), doc="Grows by one with each op added to the graph.")
     building_function = property(lambda self: False, doc="Always False: adplace builds no function graphs.")

@@ -1,4 +1,4 @@
-"""Operation, Tensor and NodeDef: the nodes and edges of a graph.
+"""Operation and Tensor: the nodes and edges of a graph; NodeDef, the proto an op is written as.
 
 An op's `device` is its *requested* device (canonical form, e.g. "/device:GPU:0"); where it actually runs is decided
 by the placer at session run time and never written back here.
@@ -12,31 +12,19 @@ from adplace.framework.device_spec import DeviceSpecV2, canonical_name
 from adplace.framework.errors import OperatorNotAllowedInGraphError
 from adplace.framework.session_stack import session_for
 from adplace.framework.tensor_shape import TensorShape, as_shape
+from adplace.lib import protos
 
 if TYPE_CHECKING:
     from adplace.framework.graph import Graph
 
 
-class NodeDef:
-    """The light record a device function may receive: name, op (type string), device, attr, input."""
 
-    __slots__ = ("name", "op", "device", "attr", "input")
-
-    def __init__(self, name: str = "", op: str = "", device: str = "", attr: dict | None = None,
-                 input: list | None = None):  # noqa: A002 - NodeDef's field name
-        self.name, self.op, self.device = name, op, device
-        self.attr = {} if attr is None else attr
-        self.input = [] if input is None else input
-
-    def __repr__(self) -> str:
-        return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
-
-    def __str__(self) -> str:
-        """Protobuf text of the name, op, input and device fields (attrs are Python values here, not protos)."""
-        lines = [f'name: "{self.name}"', f'op: "{self.op}"'] + [f'input: "{i}"' for i in self.input]
-        if self.device:
-            lines.append(f'device: "{self.device}"')
-        return "\n".join(lines) + "\n"
+def __getattr__(name: str):
+    """NodeDef: what `op.node_def` returns and device functions may be given, TF's proto (tf.NodeDef), loaded on first
+    use so that importing adplace loads no protobuf."""
+    if name == "NodeDef":
+        return protos.node_def_pb2.NodeDef
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TensorRef:
@@ -184,12 +172,10 @@ class Operation:
         return self._inputs
 
     @property
-    def node_def(self) -> NodeDef:
-        inputs = [t._as_node_def_input() for t in self._inputs] + ["^" + c._name for c in self._control_inputs]
-        attr = dict(self._attrs)
-        if self._colocation:
-            attr["_class"] = list(self._colocation)
-        return NodeDef(self._name, self._type, self._device_text, attr, inputs)
+    def node_def(self):
+        """This op as TF's NodeDef proto (graph_io.node_def: TF's attrs, `_class` for colocation)."""
+        from adplace.framework.graph_io import node_def
+        return node_def(self)
 
     def values(self) -> tuple:
         return self._outputs

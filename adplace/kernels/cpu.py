@@ -88,7 +88,7 @@ kernel("Transpose", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, perm: xp.tra
 
 @kernel("Squeeze", gpu_types=GPU_ALL)
 def _squeeze(op, ctx):
-    axes, xp = op._attrs["squeeze_dims"] or None, ctx.xp
+    axes, xp = tuple(op._attrs["squeeze_dims"]) or None, ctx.xp  # a list when imported from a GraphDef
 
     def squeeze(x):
         if axes is not None:

@@ -86,10 +86,12 @@ def _results(func_result) -> list[np.ndarray]:
 
 
 def _py_func_kernel(op, ctx):
-    func = op._graph._py_funcs_by_token[op._attrs["token"]]
     token, out_types = op._attrs["token"], op._attrs["Tout"]
+    func = getattr(op._graph, "_py_funcs_by_token", {}).get(token)  # none in a graph imported from a GraphDef
 
     def py_func(*inputs):
+        if func is None:
+            raise errors.UnknownError(None, op, f"ValueError: callback {token} is not found")
         try:
             returned = func(*[_argument(x) for x in inputs])
         except Exception as exc:  # noqa: BLE001 - every Python error becomes the TF error its class maps to

@@ -2,8 +2,7 @@
 partitioned variable carries (tf.Variable.SaveSliceInfo).
 
 The protos are TF's `VariableDef` and `SaveSliceInfoDef`, taken from TensorBoard's copy
-(`tensorboard.compat.proto.variable_pb2`), imported only when a proto is built or read: install the `graph` extra
-(`pip install adplace[graph]`) to use them. Everything else here works without it.
+(`tensorboard.compat.proto.variable_pb2`), imported only when a proto is built or read.
 
     part = pv._get_variable_list()[1]           # a part of a [10, 4] variable split in 2 along axis 0
     part._save_slice_info.spec                  # "10 4 5,5:0,4": full shape, then offset,length per axis
@@ -11,35 +10,14 @@ The protos are TF's `VariableDef` and `SaveSliceInfoDef`, taken from TensorBoard
 """
 from __future__ import annotations
 
-import re
-
 from adplace.framework.graph import get_default_graph
+from adplace.framework.meta_graph import prepend_name_scope, strip_name_scope
+from adplace.lib import protos
 
 
 def variable_pb2():
-    """TF's variable protos (TensorBoard's copy); ImportError with the fix when TensorBoard is not installed."""
-    try:
-        from tensorboard.compat.proto import variable_pb2 as module
-    except ImportError as e:
-        raise ImportError("Variable.to_proto/from_proto need TF's VariableDef proto, which adplace takes from "
-                          "TensorBoard: pip install 'adplace[graph]' (or 'tensorboard>=2.10').") from e
-    return module
-
-
-def strip_name_scope(name: str, export_scope: str | None) -> str:
-    """`name` without the leading `export_scope/` (also after "^" or "loc:@"), as TF's ops.strip_name_scope."""
-    if not export_scope:
-        return name
-    export_scope = export_scope.rstrip("/")
-    return re.sub(r"([\^]|loc:@|^)" + re.escape(export_scope) + r"[\/]+(.*)", r"\1\2", name, count=1)
-
-
-def prepend_name_scope(name: str, import_scope: str | None) -> str:
-    """`import_scope/name` (keeping a leading "^" or "loc:@"), as TF's ops.prepend_name_scope."""
-    if not import_scope:
-        return name
-    import_scope = import_scope.rstrip("/")
-    return re.sub(r"([\^]|loc:@|^)(.*)", lambda m: m.group(1) + import_scope + "/" + m.group(2), name, count=1)
+    """TF's variable protos (TensorBoard's copy, loaded on first use)."""
+    return protos.variable_pb2
 
 
 class SaveSliceInfo:

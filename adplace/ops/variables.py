@@ -13,6 +13,7 @@ import inspect
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework import meta_graph as _meta_graph
 from adplace.framework.conversion import convert_to_tensor, register_tensor_conversion_function
 from adplace.framework.default_graph import add_to_collections, colocate_with, get_collection, name_scope
 from adplace.framework.graph import GraphKeys, get_default_graph
@@ -204,7 +205,7 @@ class Variable(metaclass=_VariableMetaclass):
 
     def to_proto(self, export_scope: str | None = None):
         """This variable's VariableDef proto (op names without `export_scope`), or None when it is outside
-        `export_scope`. Needs TensorBoard (the `graph` extra)."""
+        `export_scope`."""
         return _variable_def.variable_to_proto(self, export_scope)
 
     @staticmethod
@@ -381,3 +382,17 @@ def assert_variables_initialized(var_list=None):
         with colocate_with(var.op):
             ranks.append(apply_op_1("Rank", [var._ref()], name="Rank"))
     return ranks[0] if len(ranks) == 1 else array_ops.stack(ranks)
+
+
+def _variable_to_proto(variable: Variable, export_scope: str | None = None):
+    return variable.to_proto(export_scope=export_scope)
+
+
+def _variable_from_proto(variable_def, import_scope: str | None = None) -> Variable:
+    return Variable.from_proto(variable_def, import_scope=import_scope)
+
+
+for _key in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES, "moving_average_variables",
+             GraphKeys.LOCAL_VARIABLES, GraphKeys.MODEL_VARIABLES, GraphKeys.GLOBAL_STEP, GraphKeys.METRIC_VARIABLES):
+    _meta_graph.register_proto_function(_key, lambda: _variable_def.variable_pb2().VariableDef, _variable_to_proto,
+                                        _variable_from_proto)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 from adplace.framework import errors
-from adplace.runtime.options import RunOptions
+from adplace.runtime import options as _options
 
 _OPTION_NAMES = ("options", "run_metadata")
 
@@ -79,7 +79,7 @@ def make_callable_from_options(session, callable_options) -> Callable:
     ops too, with `callable_options.run_options`."""
     fetch, target = list(callable_options.fetch), list(callable_options.target)
     run = make_callable(session, fetch + target, list(callable_options.feed), accept_options=True)
-    options = None if callable_options.run_options == RunOptions() else callable_options.run_options
+    options = None if callable_options.run_options == _options.RunOptions() else callable_options.run_options
 
     def callable_from_options(*feed_values, run_metadata=None):
         return run(*feed_values, options=options, run_metadata=run_metadata)[:len(fetch)]

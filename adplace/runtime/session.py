@@ -34,12 +34,12 @@ from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, Plan, compile
 from adplace.runtime.feeds import feed_converter, feed_tensors
 from adplace.runtime.fetches import FetchMapper, structure_key
 from adplace.runtime.kernel_context import KernelContext
-from adplace.runtime.options import ConfigProto, GPUOptions, RewriterConfig, RunMetadata, RunOptions
+from adplace.runtime import options as _options
 from adplace.runtime.partial_run import PartialRuns
 from adplace.runtime.plan_cache import PlanCache
+from adplace.runtime.run_metadata import fill_run_metadata
 from adplace.runtime.step_errors import step_error
 from adplace.runtime.step_runner import StepRunner, clock_pair
-from adplace.runtime.step_stats import build_step_stats
 from adplace.runtime.targets import check_target, no_session_factory
 from adplace.runtime.variable_state import interrupts_deferred, rollback
 
@@ -93,13 +93,13 @@ class _CompiledRun:
 class BaseSession:
     """A session over one graph: its devices, placement, variables and compiled plans."""
 
-    def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
+    def __init__(self, target: str = "", graph=None, config: _options.ConfigProto | None = None):
         if graph is not None and not isinstance(graph, Graph):
             raise TypeError(f"graph must be a tf.Graph, but got {type(graph)}")
         self._target = check_target(target)
-        if config is not None and not isinstance(config, ConfigProto):
+        if config is not None and not isinstance(config, _options.ConfigProto):
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
-        self._config = config if config is not None else ConfigProto()
+        self._config = config if config is not None else _options.ConfigProto()
         if self._target:
             raise no_session_factory(self._target, self._config)
         self._graph = graph if graph is not None else get_default_graph()
@@ -110,7 +110,7 @@ class BaseSession:
         self._placement = PlacementTable(self._devices)
         self._placer = Placer(self._placement, self._config.allow_soft_placement, self._config.log_device_placement)
         self._ctx = KernelContext(self._placement)
-        self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != RewriterConfig.OFF
+        self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != _options.RewriterConfig.OFF
         self._runner = StepRunner(self._config, self._ctx)
         self._timeout_ms = self._config.operation_timeout_in_ms
         self._steps, self._gate = self._ctx.steps, self._ctx.gate
@@ -123,6 +123,7 @@ class BaseSession:
             self._print_device_mapping()
 
     graph = property(lambda self: self._graph, doc="The graph that was launched in this session.")
+    graph_def = property(lambda self: self._graph.as_graph_def(), doc="The launched graph as a GraphDef proto.")
     sess_str = property(lambda self: self._target, doc="The target (bytes) this session runs on: b'' (in-process).")
 
     def _print_device_mapping(self) -> None:
@@ -240,9 +241,9 @@ class BaseSession:
 
     def _execute_observed(self, plan: Plan, feeds, build: Callable, options, run_metadata):
         """A run with RunOptions: step stats when traced, DeadlineExceededError past the timeout."""
-        if options is not None and not isinstance(options, RunOptions):
+        if options is not None and not isinstance(options, _options.RunOptions):
             raise TypeError(f"options must be a tf.RunOptions, got {type(options).__name__}")
-        if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
+        if run_metadata is not None and not isinstance(run_metadata, _options.RunMetadata):
             raise TypeError(f"run_metadata must be a tf.RunMetadata, got {type(run_metadata).__name__}")
         deadline = None
         if options is not None and options.timeout_in_ms > 0:
@@ -251,24 +252,25 @@ class BaseSession:
         elif self._timeout_ms > 0:
             deadline = Deadline(time.perf_counter_ns() + int(self._timeout_ms * 1_000_000), self._timeout_ms,
                                 "ConfigProto.operation_timeout_in_ms")
-        traced = options is not None and options.trace_level > RunOptions.NO_TRACE and run_metadata is not None
+        traced = run_metadata is not None and options is not None and options.trace_level > options.NO_TRACE
         records = [] if traced else None  # step stats with no RunMetadata to hold them would be thrown away
+        epoch_ns, perf_ns = clock_pair() if records is not None else (0, 0)
         if deadline is None and records is None:
-            return self._execute(plan, feeds, build)
-        epoch_ns, perf_ns = clock_pair()
-        cuda = self._ctx.cuda_states if records is not None else ()
-        for state in cuda:  # GPU steps are timed by CUDA events on their streams, not by the host clock
-            state.begin_trace()
-        try:
-            result = self._execute(plan, feeds, build,
-                                   lambda: self._runner.run_observed(plan, feeds, deadline, records))
-        finally:
-            gpu_times = {k: v for state in cuda for k, v in state.end_trace().items()}
-        if records is not None:
+            result = self._execute(plan, feeds, build)
+        else:
+            cuda = self._ctx.cuda_states if records is not None else ()
+            for state in cuda:  # GPU steps are timed by CUDA events on their streams, not by the host clock
+                state.begin_trace()
+            try:
+                result = self._execute(plan, feeds, build,
+                                       lambda: self._runner.run_observed(plan, feeds, deadline, records))
+            finally:
+                gpu_times = {k: v for state in cuda for k, v in state.end_trace().items()}
             if gpu_times:
                 records = [(i, *gpu_times.get(plan.kernels[i], (start, end)), ident, value)
                            for i, start, end, ident, value in records]
-            run_metadata.step_stats = build_step_stats(plan, records, self._devices, epoch_ns, perf_ns)
+        if run_metadata is not None:  # as in TF, the run's report replaces what the caller's RunMetadata held
+            fill_run_metadata(run_metadata, options, plan, records, self._devices, (epoch_ns, perf_ns))
         return result
 
     def _check_usable(self) -> None:
@@ -366,7 +368,7 @@ class Session(BaseSession):
             c.eval()                         # runs in sess
     """
 
-    def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
+    def __init__(self, target: str = "", graph=None, config: _options.ConfigProto | None = None):
         super().__init__(target, graph, config)
         self._entered = None  # (graph context, session context) while inside `with sess:`
 
@@ -394,7 +396,8 @@ class Session(BaseSession):
         only, so for the in-process target ("") it does nothing; another target is TF's NotFoundError."""
         target = check_target(target)
         if target:
-            raise no_session_factory(target, config if isinstance(config, ConfigProto) else ConfigProto())
+            config = config if isinstance(config, _options.ConfigProto) else _options.ConfigProto()
+            raise no_session_factory(target, config)
 
 
 class InteractiveSession(BaseSession):
@@ -407,10 +410,10 @@ class InteractiveSession(BaseSession):
     _count_lock = threading.Lock()
     _active_session_count = 0
 
-    def __init__(self, target: str = "", graph=None, config: ConfigProto | None = None):
+    def __init__(self, target: str = "", graph=None, config: _options.ConfigProto | None = None):
         if config is None:  # TF's interactive defaults: grow GPU memory as needed
-            config = ConfigProto(gpu_options=GPUOptions(allow_growth=True))
-        if isinstance(config, ConfigProto):  # TF marks the caller's config (adplace places the whole graph still)
+            config = _options.ConfigProto(gpu_options=_options.GPUOptions(allow_growth=True))
+        if isinstance(config, _options.ConfigProto):  # TF marks the caller's config (adplace places the whole graph)
             config.graph_options.place_pruned_graph = True
         super().__init__(target, graph, config)
         with InteractiveSession._count_lock:

@@ -1,4 +1,4 @@
-"""Step stats: what a traced run records (TF's step_stats.proto messages), and how records become them.
+"""Step stats: what a traced run records, as TF's step_stats.proto messages (RunMetadata.step_stats).
 
     run_metadata.step_stats.dev_stats[0].device                 # '/job:localhost/replica:0/task:0/device:CPU:0'
     node = run_metadata.step_stats.dev_stats[0].node_stats[0]
@@ -6,120 +6,81 @@
     node.all_start_micros, node.all_end_rel_micros              # epoch microseconds, duration in microseconds
     node.output[0].tensor_description.allocation_description.requested_bytes
 
-A cross-device copy is a node of type `_Recv` on the destination device (TF's Send/Recv pair collapsed into the one
-copy that does the work), named `<source op>/_<k>` as DirectSession names the nodes it inserts; its `transfer` field
-(not in TF's proto) gives the tensor, the source and destination devices and the bytes moved. `StepStats.transfers()`
-lists them all.
+Each node is filled as TF's executor fills it: times in epoch micros and nanos relative to the node's start, its
+outputs (dtype, shape, allocation), the allocator memory it used, its thread, and a timeline label `name = Op(in1,
+in2)` led by `[allocator total peak] ` when an allocator took 0.1 MB or more. A fused GPU kernel is one node named
+after the chain's root, of type `_FusedElementwise`.
+
+A cross-device copy is a `_Recv` node on the destination device (TF's Send/Recv pair collapsed into the one copy that
+does the work), named `<source op>/_<k>` as DirectSession names the nodes it inserts, its label's one input the
+tensor it copies, so that TF's Timeline draws an arrow from the producer's device to the copy; its
+`referenced_tensor` is the buffer it reads (on the source device's allocator). `transfers()` lists them.
 """
 from __future__ import annotations
+
+import re
+import threading
+from typing import NamedTuple
 
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
-from adplace.runtime.message import _Message
+from adplace.lib import protos
+
+_MB = 1048576.0
+_LABEL = re.compile(r"(?:\[[^\]]*\] )*(.*) = (.*)\((.*)\)")
 
 
-class AllocationDescription(_Message):
-    _FIELDS = {"requested_bytes": 0, "allocated_bytes": 0, "allocator_name": "", "allocation_id": 0,
-               "has_single_reference": False, "ptr": 0}
+class Transfer(NamedTuple):
+    """One cross-device copy of a traced step: the tensor (`op:k`), source and destination devices, bytes moved."""
 
-
-class TensorShapeDim(_Message):
-    _FIELDS = {"size": 0, "name": ""}
-
-
-class TensorShapeProto(_Message):
-    _FIELDS = {"dim": [], "unknown_rank": False}
-
-
-class TensorDescription(_Message):
-    """An output's dtype (TF's DataType enum), shape and allocation."""
-
-    _FIELDS = {"dtype": 0, "shape": TensorShapeProto(), "allocation_description": AllocationDescription()}
-
-    def __str__(self) -> str:
-        """Protobuf text format, as TF's timeline embeds it in memory snapshots."""
-        dims = "".join(f"dim {{ size: {d.size} }} " for d in self.shape.dim)
-        a = self.allocation_description
-        return (f"dtype: {_enum_name(self.dtype)} shape {{ {dims}}} allocation_description {{ requested_bytes: "
-                f"{a.requested_bytes} allocated_bytes: {a.allocated_bytes} allocator_name: \"{a.allocator_name}\" }}")
-
-
-class NodeOutput(_Message):
-    _FIELDS = {"slot": 0, "tensor_description": TensorDescription()}
-
-
-class TransferStats(_Message):
-    """One cross-device copy: which tensor, from where to where, how many bytes (adplace's addition to TF's proto)."""
-
-    _FIELDS = {"tensor_name": "", "src_device": "", "dst_device": "", "bytes": 0}
-
-
-class NodeExecStats(_Message):
-    """One executed node: times in epoch/relative microseconds (and nanoseconds), its outputs, the thread it ran on.
-
-    `transfer` (a copy's TransferStats) and `fused_nodes` (the ops a fused GPU kernel computed, root last) are
-    adplace's additions to TF's message."""
-
-    _FIELDS = {"node_name": "", "all_start_micros": 0, "op_start_rel_micros": 0, "op_end_rel_micros": 0,
-               "all_end_rel_micros": 0, "memory": [], "output": [], "timeline_label": "", "scheduled_micros": 0,
-               "thread_id": 0, "referenced_tensor": [], "all_start_nanos": 0, "op_start_rel_nanos": 0,
-               "op_end_rel_nanos": 0, "all_end_rel_nanos": 0, "scheduled_nanos": 0, "transfer": None,
-               "fused_nodes": []}
-
-
-class DeviceStepStats(_Message):
-    _FIELDS = {"device": "", "node_stats": [], "thread_names": {}}
-
-
-class StepStats(_Message):
-    """Per-device execution records of a traced run (RunMetadata.step_stats)."""
-
-    _FIELDS = {"dev_stats": []}
-
-    def transfers(self) -> list[TransferStats]:
-        """Every cross-device copy of the step, in the order they ran."""
-        found = [(n.all_start_nanos, n.transfer) for d in self.dev_stats for n in d.node_stats if n.transfer]
-        return [t for _, t in sorted(found, key=lambda pair: pair[0])]
-
-
-def _enum_name(enum: int) -> str:
-    """TF's DataType enum name (DT_FLOAT for float32, DT_DOUBLE for float64, ...)."""
-    for dtype in set(_dtypes._BY_NAME.values()):
-        if dtype.as_datatype_enum == enum:
-            base = _TF_ENUM_NAMES.get(dtype.base_dtype.name, dtype.base_dtype.name.upper())
-            return f"DT_{base}_REF" if dtype.is_ref_dtype else f"DT_{base}"
-    return "DT_INVALID"
-
-
-_TF_ENUM_NAMES = {"float32": "FLOAT", "float64": "DOUBLE", "float16": "HALF"}
-
-
-def _nbytes(value) -> int:
-    return int(value.nbytes if hasattr(value, "nbytes") else np.asarray(value).nbytes)  # NumPy or CuPy arrays
-
-
-def _describe(value, allocator: str) -> TensorDescription:
-    array = value if hasattr(value, "nbytes") else np.asarray(value)  # NumPy or CuPy arrays, else scalars
-    try:
-        enum = _dtypes.as_dtype(array.dtype).as_datatype_enum
-    except TypeError:
-        enum = 0
-    size = int(array.nbytes)
-    return TensorDescription(
-        dtype=enum, shape=TensorShapeProto(dim=[TensorShapeDim(size=int(d)) for d in array.shape]),
-        allocation_description=AllocationDescription(requested_bytes=size, allocated_bytes=size,
-                                                     allocator_name=allocator))
-
-
-def _allocator_name(device_type: str, index: int) -> str:
-    return "cpu" if device_type == "CPU" else f"{device_type}_{index}_bfc"
+    tensor_name: str
+    src_device: str
+    dst_device: str
+    bytes: int
 
 
 def tensor_label_name(tensor) -> str:
     """A tensor as TF's timeline labels name it: the op for output 0, `op:k` for the others."""
     return tensor.op.name if tensor.value_index == 0 else f"{tensor.op.name}:{tensor.value_index}"
 
+
+def parse_label(label: str) -> tuple[str, str, list[str]] | None:
+    """(node name, op type, inputs) of a timeline label `[mem] name = Op(in1, in2)`, or None when it is not one."""
+    match = _LABEL.match(label)
+    if match is None:
+        return None
+    name, op, inputs = match.groups()
+    return name, op, inputs.split(", ") if inputs else []
+
+
+def copied_tensor(node_stats) -> str | None:
+    """The tensor label (`op` or `op:k`) a `_Recv` node copies, or None for any other node."""
+    parsed = parse_label(node_stats.timeline_label)
+    if parsed is None or parsed[1] != "_Recv":
+        return None
+    return parsed[2][0] if parsed[2] else node_stats.node_name
+
+
+def transfers(step_stats) -> list[Transfer]:
+    """Every cross-device copy of a traced step, in the order they started."""
+    produced_on = {}
+    for dev in step_stats.dev_stats:
+        for ns in dev.node_stats:
+            for k in range(len(ns.output)):
+                produced_on.setdefault(ns.node_name if k == 0 else f"{ns.node_name}:{k}", dev.device)
+    found = []
+    for dev in step_stats.dev_stats:
+        for ns in dev.node_stats:
+            label = copied_tensor(ns)
+            if label is None:
+                continue
+            name = label if ":" in label else f"{label}:0"
+            nbytes = sum(o.tensor_description.allocation_description.requested_bytes for o in ns.output)
+            source = produced_on.get(label) or (_device_of_allocator(ns.referenced_tensor[0].allocator_name,
+                                                                     dev.device) if ns.referenced_tensor else "")
+            found.append(((ns.all_start_micros, ns.all_start_nanos), Transfer(name, source, dev.device, nbytes)))
+    return [t for _, t in sorted(found, key=lambda pair: pair[0])]
 
 
 def _step_names(plan) -> tuple[list, dict]:
@@ -148,36 +109,86 @@ def _as_tuple(slots) -> tuple:
     return (slots,) if type(slots) is int else slots
 
 
-def build_step_stats(plan, records: list, devices: list, epoch_ns: int, perf_ns: int) -> StepStats:
-    """StepStats from a traced run's records: (step, start, end, thread, kernel result), perf_counter nanoseconds.
+def _allocator_name(device_type: str, index: int) -> str:
+    """The allocator TF names for a device's tensors: "cpu" (every CPU), "GPU_<k>_bfc"."""
+    return "cpu" if device_type == "CPU" else f"{device_type}_{index}_bfc"
+
+
+def _device_of_allocator(allocator: str, near: str) -> str:
+    """The device whose tensors `allocator` holds, in the job and task of device `near` ("cpu": its CPU:0)."""
+    prefix = near.rpartition("/device:")[0]
+    if allocator == "cpu":
+        return f"{prefix}/device:CPU:0"
+    parts = allocator.split("_")
+    return f"{prefix}/device:{parts[0]}:{parts[1]}" if len(parts) == 3 and parts[1].isdigit() else ""
+
+
+def _device_name_parts(name: str) -> tuple[str, int]:
+    """("GPU", 1) for '/job:localhost/replica:0/task:0/device:GPU:1'."""
+    device_type, _, index = name.rpartition("/device:")[2].partition(":")
+    return device_type, int(index or 0)
+
+
+def _fill_output(output, slot: int, value, allocator: str) -> int:
+    """Describe `value` (a NumPy or CuPy array, or a scalar) as TF's Tensor::FillDescription does; returns its
+    bytes."""
+    array = value if hasattr(value, "nbytes") else np.asarray(value)
+    output.slot = slot
+    description = output.tensor_description
+    try:
+        description.dtype = _dtypes.as_dtype(array.dtype).as_datatype_enum
+    except TypeError:
+        pass  # DT_INVALID: a value with no TF dtype
+    description.shape.dim.extend(protos.tensor_shape_pb2.TensorShapeProto.Dim(size=int(d)) for d in array.shape)
+    size = int(array.nbytes)
+    allocation = description.allocation_description
+    allocation.requested_bytes = allocation.allocated_bytes = size
+    allocation.allocator_name = allocator
+    return size
+
+
+def _memory_prefix(allocator: str, total: int) -> str:
+    """TF's label prefix for an allocator that took at least 0.1 MB: `[name total peak] ` in MB."""
+    return f"[{allocator} {total / _MB:.1f}MB {total / _MB:.1f}MB] " if total >= 0.1 * _MB else ""
+
+
+def fill_step_stats(step_stats, plan, records: list, devices: list, epoch_ns: int, perf_ns: int) -> None:
+    """Fill the StepStats proto `step_stats` from a traced run's records: (step, start, end, thread ident, kernel
+    result), perf_counter nanoseconds.
 
     `epoch_ns`/`perf_ns` are time.time_ns() and time.perf_counter_ns() read together, to turn perf-counter times
-    into the epoch times TF reports. Devices appear in `devices` order.
+    into the epoch times TF reports. Devices appear in `devices` order, those that ran nothing left out.
     """
     names, labels = _step_names(plan)
     threads: dict[int, int] = {}
+    thread_names = {t.ident: t.name for t in threading.enumerate()}
     by_device: dict[str, list] = {d.name: [] for d in devices}
-    for index, start, end, ident, result in records:
-        op, device, transfer = plan.ops[index], plan.devices[index], plan.transfer_steps.get(index)
-        name, op_type = names[index]
-        n_outputs = 1 if transfer is not None else len(op.outputs)
-        values = [result] if n_outputs == 1 else list(result or ())
-        allocator = _allocator_name(device.device_type, device.index)
-        start_ns, duration = epoch_ns + (start - perf_ns), end - start
-        inputs = ", ".join(labels[s] for s in _as_tuple(plan.ins[index]))
-        node = NodeExecStats(
-            node_name=name, timeline_label=f"{name} = {op_type}({inputs})",
-            thread_id=threads.setdefault(ident, len(threads)), all_start_micros=start_ns // 1000,
-            op_end_rel_micros=duration // 1000, all_end_rel_micros=duration // 1000, all_start_nanos=start_ns,
-            op_end_rel_nanos=duration, all_end_rel_nanos=duration, scheduled_micros=start_ns // 1000,
-            scheduled_nanos=start_ns,
-            output=[NodeOutput(slot=k, tensor_description=_describe(v, allocator))
-                    for k, v in enumerate(values) if v is not None])
-        if index in plan.fused:
-            node.fused_nodes = list(plan.fused[index])
-        if transfer is not None:
-            node.transfer = TransferStats(tensor_name=transfer.tensor_name, src_device=transfer.src_device,
-                                          dst_device=transfer.dst_device, bytes=_nbytes(result))
-        by_device.setdefault(device.name, []).append(node)
-    return StepStats(dev_stats=[DeviceStepStats(device=name, node_stats=nodes)
-                                for name, nodes in by_device.items() if nodes])
+    for record in records:
+        by_device.setdefault(plan.devices[record[0]].name, []).append(record)
+    for device_name, device_records in by_device.items():
+        if not device_records:
+            continue
+        dev = step_stats.dev_stats.add(device=device_name)
+        for index, start, end, ident, result in device_records:
+            op, device = plan.ops[index], plan.devices[index]
+            name, op_type = names[index]
+            values = [result] if index in plan.transfer_steps or len(op.outputs) == 1 else list(result or ())
+            allocator = _allocator_name(device.device_type, device.index)
+            start_ns, duration = epoch_ns + (start - perf_ns), end - start
+            tid = threads.setdefault(ident, len(threads))
+            node = dev.node_stats.add(node_name=name, thread_id=tid, all_start_micros=start_ns // 1000,
+                                      op_end_rel_micros=duration // 1000, all_end_rel_micros=duration // 1000,
+                                      all_start_nanos=start_ns, op_end_rel_nanos=duration,
+                                      all_end_rel_nanos=duration, scheduled_micros=start_ns // 1000,
+                                      scheduled_nanos=start_ns)
+            total = sum(_fill_output(node.output.add(), k, v, allocator) for k, v in enumerate(values) if v is not None)
+            if node.output:
+                node.memory.add(allocator_name=allocator, total_bytes=total, peak_bytes=total, live_bytes=total)
+            transfer = plan.transfer_steps.get(index)
+            if transfer is not None:  # the source buffer the copy reads
+                node.referenced_tensor.add(requested_bytes=total, allocated_bytes=total,
+                                           allocator_name=_allocator_name(*_device_name_parts(transfer.src_device)))
+            inputs = ", ".join(labels[s] for s in _as_tuple(plan.ins[index]))
+            node.timeline_label = f"{_memory_prefix(allocator, total)}{name} = {op_type}({inputs})"
+            if tid not in dev.thread_names and ident in thread_names:
+                dev.thread_names[tid] = thread_names[ident]

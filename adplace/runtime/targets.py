@@ -8,7 +8,7 @@ target (a grpc:// address, a typo) gets the NotFoundError a TF build without its
 from __future__ import annotations
 
 from adplace.framework import errors
-from adplace.runtime.options import ConfigProto, short_debug_string
+from adplace.runtime import options as _options
 
 
 def check_target(target) -> bytes | None:
@@ -18,16 +18,16 @@ def check_target(target) -> bytes | None:
     if isinstance(target, str):
         target = target.encode()
     if not isinstance(target, (bytes, bytearray)):
-        if isinstance(target, ConfigProto):
+        if isinstance(target, _options.ConfigProto):
             raise TypeError(f'target must be a string, but got {type(target)}. Did you do "Session(config)" instead of '
                             f'"Session(config=config)"?')
         raise TypeError(f"target must be a string, but got {type(target)}")
     return bytes(target)
 
 
-def no_session_factory(target: bytes, config: ConfigProto) -> errors.NotFoundError:
+def no_session_factory(target: bytes, config: _options.ConfigProto) -> errors.NotFoundError:
     """TF's error for a target no session factory accepts, as a TF build without the distributed runtime says it."""
     return errors.NotFoundError(None, None, f'No session factory registered for the given session options: {{target: '
-                                f'"{target.decode(errors="replace")}" config: {short_debug_string(config)}}} '
+                                f'"{target.decode(errors="replace")}" config: {_options.short_debug_string(config)}}} '
                                 f'Registered factories are {{DirectSession}}. adplace runs in-process sessions only '
                                 f'(target ""); clusters (grpc:// targets) are not supported yet.')

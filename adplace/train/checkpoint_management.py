@@ -1,18 +1,21 @@
-"""Checkpoint files and the directory's `checkpoint` state file (TF's checkpoint_management): the one-file
-`<prefix>.npz` format, its reader, and atomic writes (temporary file, fsync, rename).
+"""Checkpoint files and the directory's `checkpoint` state file (TF's checkpoint_management): which files make a
+checkpoint, `open_checkpoint` (a reader for either format), and adplace's older one-file `.npz` format.
 
-On disk a checkpoint prefix `P` is ONE file, `P.npz` (a NumPy zip archive, readable without pickle): member
+A checkpoint prefix `P` is a V2 tensor bundle (`P.index` + `P.data-*-of-*`, adplace.lib.io.tensor_bundle), which
+tf.train.Saver writes, or, from adplace versions before it wrote V2, `P.npz`, which is still read (and written by
+`write_data_file`, for tests of that reader). The `.npz` format is a NumPy zip archive, readable without pickle: member
 `"<i>"` holds the i-th tensor, `"<i>_lengths"` the byte lengths of a string tensor's elements (its bytes are stored
 concatenated as uint8), and `"__index__"` a UTF-8 JSON object {"format": 1, "tensors": {name: {"member", "dtype",
 "shape"}}}. The directory's `checkpoint` file is TF's CheckpointState text format. The reader checks every part of
 the file against the index, so a truncated or corrupted file raises DataLossError naming it, never a wrong value.
 
-Files are written atomically by adplace.train.atomic_file (temporary, fsync, rename; stale temporaries of killed
+Files are written atomically by adplace.lib.io.atomic_file (temporary, fsync, rename; stale temporaries of killed
 writes removed).
 """
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import math
@@ -27,7 +30,8 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
 from adplace.framework.tensor_shape import dims_text
-from adplace.train.atomic_file import atomic_output
+from adplace.lib.io import tensor_bundle
+from adplace.lib.io.atomic_file import atomic_output
 
 _log = logging.getLogger("adplace")
 
@@ -79,7 +83,7 @@ class _Entry:
 
 
 class _CorruptFile(Exception):
-    """Why a checkpoint file cannot be read; CheckpointReader reports it as DataLossError naming the file."""
+    """Why a checkpoint file cannot be read; NpzCheckpoint reports it as DataLossError naming the file."""
 
 
 # What zipfile, zlib, json and NumPy's .npy header parser raise on damaged bytes (RuntimeError: deep JSON nesting).
@@ -182,8 +186,9 @@ def _decode(archive: zipfile.ZipFile, name: str, entry: _Entry) -> np.ndarray:
     return value.astype(expected, copy=False).reshape(entry.shape)
 
 
-class CheckpointReader:
-    """The tensors of one checkpoint, read in full when opened (tf.train.load_checkpoint / NewCheckpointReader).
+class NpzCheckpoint:
+    """The tensors of one `.npz` checkpoint, read and checked in full when opened; the same reading methods as
+    tensor_bundle.BundleReader (has_tensor, dtype, shape, read, read_slice, tensor_names, debug_string).
 
     Raises:
       NotFoundError: no file `<prefix>.npz` exists.
@@ -212,47 +217,63 @@ class CheckpointReader:
     def has_tensor(self, name: str) -> bool:
         return name in self._entries
 
-    def get_tensor(self, name: str) -> np.ndarray:
+    def _entry(self, name: str) -> _Entry:
+        if name not in self._entries:
+            raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint")
+        return self._entries[name]
+
+    def dtype(self, name: str) -> _dtypes.DType:
+        return self._entry(name).dtype
+
+    def shape(self, name: str) -> list[int]:
+        return list(self._entry(name).shape)
+
+    def read(self, name: str) -> np.ndarray:
         """A copy of the tensor saved under `name`; NotFoundError if the checkpoint has none."""
-        if name not in self._values:
-            raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint {self._prefix}")
+        self._entry(name)
         return self._values[name].copy()
 
-    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
-        return {name: list(e.shape) for name, e in self._entries.items()}
+    def read_slice(self, name: str, extents: list) -> np.ndarray:
+        self._entry(name)
+        whole = self._values[name]
+        index = tuple(slice(None) if length < 0 else slice(start, start + length) for start, length in extents)
+        return whole[index].copy()
 
-    def get_variable_to_dtype_map(self) -> dict[str, _dtypes.DType]:
-        return {name: e.dtype for name, e in self._entries.items()}
+    def tensor_names(self) -> list[str]:
+        return sorted(self._entries)
 
-    def debug_string(self) -> bytes:
-        return "".join(f"{n} ({e.dtype.name}) {dims_text(e.shape)}\n" for n, e in sorted(self._entries.items())
-                       ).encode()
-
-
-NewCheckpointReader = CheckpointReader
-
-
-def load_checkpoint(ckpt_dir_or_file: str) -> CheckpointReader:
-    """A CheckpointReader for a checkpoint prefix, or for the latest checkpoint of a directory."""
-    prefix = latest_checkpoint(ckpt_dir_or_file) if os.path.isdir(ckpt_dir_or_file) else ckpt_dir_or_file
-    if prefix is None:
-        raise ValueError(f"Couldn't find 'checkpoint' file or checkpoints in given directory {ckpt_dir_or_file}")
-    return CheckpointReader(prefix)
+    def debug_string(self) -> str:
+        return "".join(f"{n} ({e.dtype.name}) {dims_text(e.shape)}\n" for n, e in sorted(self._entries.items()))
 
 
-def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
-    """[(name, shape)] of every tensor in a checkpoint, sorted by name (tf.train.list_variables)."""
-    return sorted(load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map().items())
+def open_checkpoint(prefix: str, op=None):
+    """A reader of checkpoint `prefix`: a tensor_bundle.BundleReader for a V2 checkpoint, an NpzCheckpoint for an
+    adplace `.npz` one.
 
-
-def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
-    """The value saved under `name` ("w" or "w:0") in a checkpoint (tf.train.load_variable)."""
-    return load_checkpoint(ckpt_dir_or_file).get_tensor(name[:-2] if name.endswith(":0") else name)
+    Raises:
+      NotFoundError: neither `prefix.index` nor `prefix.npz` exists.
+      DataLossError: the checkpoint's files are damaged (naming the file).
+    """
+    prefix = os.fspath(prefix)
+    if os.path.exists(tensor_bundle.index_filename(prefix)) or not os.path.exists(data_file(prefix)):
+        try:
+            return tensor_bundle.BundleReader(prefix)
+        except errors.OpError as e:
+            raise type(e)(None, op, e.message) from None
+    return NpzCheckpoint(prefix)
 
 
 def checkpoint_exists(checkpoint_prefix: str) -> bool:
-    """Whether a checkpoint was written at `checkpoint_prefix` (tf.train.checkpoint_exists)."""
-    return os.path.isfile(data_file(checkpoint_prefix))
+    """Whether a checkpoint (V2 or adplace `.npz`) was written at `checkpoint_prefix` (tf.train.checkpoint_exists)."""
+    return _main_file(checkpoint_prefix) is not None
+
+
+def _main_file(checkpoint_prefix: str) -> str | None:
+    """The file that makes `checkpoint_prefix` a checkpoint: its `.index`, else its `.npz`, else None."""
+    for path in (tensor_bundle.index_filename(checkpoint_prefix), data_file(checkpoint_prefix)):
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 # --- the `checkpoint` state file ---------------------------------------------------------------------------------
@@ -401,12 +422,14 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -
 
 def remove_checkpoint(checkpoint_prefix: str, checkpoint_format_version: int = 2,
                       meta_graph_suffix: str = "meta") -> None:
-    """Delete the files of checkpoint `checkpoint_prefix` (its data file, and a .meta file if one exists)."""
-    for path in (data_file(checkpoint_prefix), f"{checkpoint_prefix}.{meta_graph_suffix}"):
+    """Delete the files of checkpoint `checkpoint_prefix`: its index and data files (or `.npz`), and its .meta."""
+    data_files = glob.glob(glob.escape(checkpoint_prefix) + ".data-?????-of-?????")
+    for path in (f"{checkpoint_prefix}.{meta_graph_suffix}", tensor_bundle.index_filename(checkpoint_prefix),
+                 *data_files, data_file(checkpoint_prefix)):
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
 
 
 def get_checkpoint_mtimes(checkpoint_prefixes: list[str]) -> list[float]:
-    """The modification times of the given checkpoints' data files (missing ones are skipped)."""
-    return [os.path.getmtime(data_file(p)) for p in checkpoint_prefixes if checkpoint_exists(p)]
+    """The modification times of the given checkpoints (of their index files; missing ones are skipped)."""
+    return [os.path.getmtime(path) for path in map(_main_file, checkpoint_prefixes) if path is not None]

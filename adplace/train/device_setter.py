@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from adplace.framework.device_spec import DeviceSpec
-from adplace.framework.operation import NodeDef, Operation
+from adplace.framework.operation import Operation
 from adplace.framework.tensor_shape import TensorShape
 
 _log = logging.getLogger("adplace")
@@ -25,8 +25,9 @@ STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashT
                    "MutableDenseHashTableV2", "VarHandleOp")
 
 
-def _op_type(op: Operation | NodeDef) -> str:
-    return op.op if isinstance(op, NodeDef) else op.type
+def _op_type(op) -> str:
+    """The type of an Operation, or of a NodeDef proto (its `op` field)."""
+    return op.type if isinstance(op, Operation) else op.op
 
 
 def assign_to_device(device: str, ps_device: str = "/device:CPU:0") -> Callable:
@@ -157,7 +158,7 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps", worker_
     ps_spec = DeviceSpec.from_string(ps_device) if ps_device else None
     worker_spec = DeviceSpec.from_string(worker_device or "")
 
-    def device_function(op: Operation | NodeDef) -> str:
+    def device_function(op) -> str:
         if not merge_devices and op.device:
             return op.device
         current = DeviceSpec.from_string(op.device or "")

@@ -1,9 +1,10 @@
 """What a Saver saves: checkpoint keys mapped to the variables behind them, whole or in slices (TF's
 saveable_object_util.op_list_to_dict and saveable_objects_for_op).
 
-A key maps to one whole variable, or to the parts of a partitioned variable (each with its SaveSliceInfo). The
-checkpoint always holds the whole tensor under the key: saving assembles the parts, restoring cuts each part's
-slice out, so a variable saved in 3 parts restores into 2 parts, or into one unpartitioned variable, and back.
+A key maps to one whole variable, or to the parts of a partitioned variable (each with its SaveSliceInfo). As in TF,
+each part is saved as a slice of the key's full tensor (SaveV2 with the part's `spec`), and RestoreV2 reads any
+slice back from whatever slices were saved, so a variable saved in 3 parts restores into 2 parts, or into one
+unpartitioned variable, and back.
 
     names_to_slices([pv])   # {"emb/w": [SavedSlice(<emb/w/part_0 ref>, <SaveSliceInfo "10 4 0,4:0,4">), ...]}
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numpy as np
 
 from adplace.framework.operation import Operation, Tensor
 from adplace.ops.partitioned_variables import PartitionedVariable
@@ -90,7 +90,7 @@ def names_to_slices(var_list) -> dict[str, list[SavedSlice]]:
     Raises:
       TypeError: `var_list` is not a dict or list, or holds something that is not a variable.
       ValueError: two variables share a key, one variable has two keys, slices disagree, or the slices of a key
-        do not cover the whole variable exactly once (adplace checkpoints hold whole tensors).
+        do not cover the whole variable exactly once (stricter than TF, which saves partial coverage).
     """
     if isinstance(var_list, dict):
         result = {key: _saveable(value) for key, value in var_list.items()}
@@ -125,24 +125,5 @@ def _check_tiling(key: str, infos: list[SaveSliceInfo]) -> None:
                       for i in range(len(boxes)) for j in range(i))
     if overlapping or covered != math.prod(full_shape):
         raise ValueError(f"Cannot save {key!r}: its {len(infos)} slices cover {covered} of its "
-                         f"{math.prod(full_shape)} elements{' with overlaps' if overlapping else ''}. adplace "
-                         "checkpoints hold whole tensors: pass every part (e.g. the PartitionedVariable).")
-
-
-def _index(info: SaveSliceInfo) -> tuple:
-    return tuple(slice(int(o), int(o) + int(s)) for o, s in zip(info.var_offset, info.var_shape))
-
-
-def assemble(slices: list[SavedSlice], values: list[np.ndarray]) -> np.ndarray:
-    """The whole tensor of one key from its slices' fetched values."""
-    if slices[0].slice_info is None:
-        return values[0]
-    whole = np.empty([int(d) for d in slices[0].slice_info.full_shape], dtype=np.asarray(values[0]).dtype)
-    for saved, value in zip(slices, values):
-        whole[_index(saved.slice_info)] = value
-    return whole
-
-
-def piece(whole: np.ndarray, saved: SavedSlice) -> np.ndarray:
-    """The part of a restored whole tensor that `saved` takes."""
-    return whole if saved.slice_info is None else whole[_index(saved.slice_info)]
+                         f"{math.prod(full_shape)} elements{' with overlaps' if overlapping else ''}. Pass every "
+                         "part (e.g. the PartitionedVariable).")

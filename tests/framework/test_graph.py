@@ -473,7 +473,7 @@ def test_colocate_with_sets_class_attr_and_groups():
         b = tf.constant(2.0, name="b")
     assert b.op.colocation_groups() == [b"loc:@a"]
     assert b.op.get_attr("_class") == [b"loc:@a"]
-    assert b.op.node_def.attr["_class"] == [b"loc:@a"]
+    assert list(b.op.node_def.attr["_class"].list.s) == [b"loc:@a"]
     # ops outside the block are in their own group only
     assert a.op.colocation_groups() == [b"loc:@a"]
     c = tf.constant(3.0, name="c")

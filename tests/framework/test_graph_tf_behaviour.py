@@ -330,7 +330,8 @@ def test_operation_repr_and_str_match_tf():
     with tf.device("/cpu:0"), tf.control_dependencies([a]):
         b = tf.add(a, a, name="b")
     assert repr(b.op) == "<tf.Operation 'b' type=Add>"
-    assert str(b.op) == 'name: "b"\nop: "Add"\ninput: "a"\ninput: "a"\ndevice: "/device:CPU:0"\n'
+    assert str(b.op) == ('name: "b"\nop: "Add"\ninput: "a"\ninput: "a"\ndevice: "/device:CPU:0"\n'
+                         'attr {\n  key: "T"\n  value {\n    type: DT_FLOAT\n  }\n}\n')
 
 
 def test_tensors_hash_and_compare_by_identity_and_refs_work_as_keys():

@@ -1,17 +1,15 @@
 """Tests for adplace/ops/variable_def.py: Variable.to_proto / Variable.from_proto with TF's VariableDef (from
 TensorBoard's protos), export and import scopes, SaveSliceInfo and its protos."""
-import sys
-
 import numpy as np
 import pytest
 
 import adplace as tf
+from adplace.lib import protos
 from adplace.ops import variable_def
 
 
 def _variable_pb2():
-    return pytest.importorskip("tensorboard.compat.proto.variable_pb2",
-                               reason="Variable.to_proto needs TensorBoard's VariableDef (the 'graph' extra)")
+    return protos.variable_pb2
 
 
 def test_save_slice_info_spec_and_fields():
@@ -104,10 +102,3 @@ def test_from_proto_errors():
         tf.Variable(1.0, variable_def=v.to_proto())
     with pytest.raises(TypeError, match="variable_def must be a VariableDef proto, got SaveSliceInfoDef"):
         tf.Variable.from_proto(variable_pb2.SaveSliceInfoDef(full_name="v"))
-
-
-def test_missing_tensorboard_is_reported_with_the_fix(monkeypatch):
-    monkeypatch.setitem(sys.modules, "tensorboard.compat.proto", None)
-    monkeypatch.setitem(sys.modules, "tensorboard.compat.proto.variable_pb2", None)
-    with pytest.raises(ImportError, match=r"pip install 'adplace\[graph\]'"):
-        tf.Variable(1.0).to_proto()

@@ -9,6 +9,7 @@ import adplace as tf
 from adplace.ops.op_builder import apply_op_1
 from adplace.runtime import parallel, thread_pool
 from adplace.runtime.step_runner import StepRunner
+from adplace.runtime.step_stats import copied_tensor, transfers
 
 PARALLEL = tf.ConfigProto(inter_op_parallelism_threads=2)
 
@@ -173,9 +174,9 @@ def test_trace_lists_ops_per_device_and_each_transfer_once_per_destination(gpus,
     np.testing.assert_allclose(value, np.sin(1) + np.cos(np.sin(1)) + np.cos(1), rtol=1e-6)
     devices = [s.device for s in stats.dev_stats]
     assert devices == [f"/job:localhost/replica:0/task:0/device:{d}" for d in ("CPU:0", "GPU:0", "GPU:1")]
-    ops = {s.device[-5:]: sorted(n.node_name for n in s.node_stats if not n.transfer) for s in stats.dev_stats}
+    ops = {s.device[-5:]: sorted(n.node_name for n in s.node_stats if copied_tensor(n) is None) for s in stats.dev_stats}
     assert ops == {"CPU:0": ["a", "c"], "GPU:0": ["b", "b2"], "GPU:1": ["d"]}
-    moved = sorted((t.tensor_name, t.src_device[-5:], t.dst_device[-5:], t.bytes) for t in stats.transfers())
+    moved = sorted((t.tensor_name, t.src_device[-5:], t.dst_device[-5:], t.bytes) for t in transfers(stats))
     assert moved == [("a:0", "CPU:0", "GPU:0", 20), ("b2:0", "GPU:0", "GPU:1", 20), ("b:0", "GPU:0", "CPU:0", 20),
                      ("b:0", "GPU:0", "GPU:1", 20), ("c:0", "CPU:0", "GPU:1", 20)]
     assert sess.plan_for(d).num_transfers == 5

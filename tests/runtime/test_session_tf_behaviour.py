@@ -416,7 +416,7 @@ def test_run_metadata_has_step_stats_only_after_a_traced_run():
             assert not metadata.HasField("step_stats")
             sess.run(c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata)
     assert metadata.HasField("step_stats") and not metadata.HasField("cost_graph")
-    with pytest.raises(ValueError, match='has no field "bogus"'):
+    with pytest.raises(ValueError, match='has no "bogus" field'):
         metadata.HasField("bogus")
 
 

@@ -1,4 +1,5 @@
-"""Robustness of checkpoint files (adplace/train/checkpoint_management.py, atomic_file.py): damaged data files raise
+"""Robustness of checkpoint files (adplace/train/checkpoint_management.py, adplace/lib/io/atomic_file.py; the `.npz` format of
+older adplace versions, still read; V2 bundles have more tests in test_checkpoint_v2.py): damaged data files raise
 DataLossError naming the file, damaged `checkpoint` state files are handled as TF does, and interrupted or killed saves leave the
 previous checkpoint intact and their temporaries are removed by the next save."""
 import functools
@@ -24,7 +25,9 @@ from hypothesis import strategies as st
 
 import adplace as tf
 from adplace import errors
-from adplace.train import atomic_file, checkpoint_management
+from adplace.lib.io import tensor_bundle
+from adplace.lib.io import atomic_file
+from adplace.train import checkpoint_management
 
 REPO_ROOT = Path(tf.__file__).resolve().parents[1]
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -249,9 +252,11 @@ def two_variables():
 
 
 @pytest.mark.parametrize("damage", ["empty", "truncated", "garbage", "index not a dict"])
-def test_restore_of_a_damaged_file_is_data_loss_and_changes_nothing(tmp_path, two_variables, damage):
+def test_restore_of_a_damaged_npz_file_is_data_loss_and_changes_nothing(tmp_path, two_variables, damage):
     sess, saver, variables = two_variables
-    prefix = saver.save(sess, str(tmp_path / "model"), write_state=False)
+    prefix = str(tmp_path / "model")
+    checkpoint_management.write_data_file(prefix, {"a": np.float32([1, 2]), "s": np.array([b"x"], object)},
+                                          {"a": tf.float32, "s": tf.string})
     path = tmp_path / "model.npz"
     content = path.read_bytes()
     if damage == "index not a dict":
@@ -259,6 +264,22 @@ def test_restore_of_a_damaged_file_is_data_loss_and_changes_nothing(tmp_path, tw
     else:
         path.write_bytes({"empty": b"", "truncated": content[:len(content) // 2],
                           "garbage": np.random.default_rng(0).bytes(len(content))}[damage])
+    before = sess.run(variables)
+    _assert_data_loss(lambda: saver.restore(sess, prefix), str(path))
+    _assert_values_equal(sess.run(variables), before)
+
+
+@pytest.mark.parametrize("damage", ["empty index", "truncated index", "garbage index", "truncated data",
+                                    "flipped data byte"])
+def test_restore_of_a_damaged_v2_checkpoint_is_data_loss_and_changes_nothing(tmp_path, two_variables, damage):
+    sess, saver, variables = two_variables
+    prefix = saver.save(sess, str(tmp_path / "model"), write_state=False)
+    path = tmp_path / ("model.index" if "index" in damage else "model.data-00000-of-00001")
+    content = path.read_bytes()
+    path.write_bytes({"empty index": b"", "truncated index": content[:len(content) // 2],
+                      "garbage index": np.random.default_rng(0).bytes(len(content)),
+                      "truncated data": content[:-1],
+                      "flipped data byte": content[:2] + bytes([content[2] ^ 1]) + content[3:]}[damage])
     before = sess.run(variables)
     _assert_data_loss(lambda: saver.restore(sess, prefix), str(path))
     _assert_values_equal(sess.run(variables), before)
@@ -400,8 +421,8 @@ def test_exception_mid_write_keeps_the_previous_checkpoint_and_no_temporary(tmp_
     prefix = str(tmp_path / "m")
     temporaries_seen = []
 
-    def savez_then_fail(file, **members):
-        file.write(b"PK\x03\x04" + bytes(100))  # part of an archive reaches the disk, then the write fails
+    def index_then_fail(file, items, *args):
+        file.write(bytes(100))  # the data file is written, part of the index reaches the disk, then a failure
         file.flush()
         temporaries_seen.extend(_temporaries(tmp_path))
         raise failure
@@ -411,12 +432,14 @@ def test_exception_mid_write_keeps_the_previous_checkpoint_and_no_temporary(tmp_
         saver.save(sess, prefix)
         state_before = (tmp_path / "checkpoint").read_bytes()
         v.load([5.0, 6.0], sess)
-        monkeypatch.setattr(checkpoint_management.np, "savez", savez_then_fail)
+        monkeypatch.setattr(tensor_bundle.table, "write_table", index_then_fail)
         with pytest.raises((errors.UnknownError, type(failure))):
             saver.save(sess, prefix)
         monkeypatch.undo()
-        assert temporaries_seen and re.fullmatch(rf"\.m\.npz\.{os.getpid()}\.[0-9a-f]{{16}}\.tmp", temporaries_seen[0])
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.npz"]
+        assert len(temporaries_seen) == 2 and all(
+            re.fullmatch(rf"\.m\.(index|data-00000-of-00001)\.{os.getpid()}\.[0-9a-f]{{16}}\.tmp", name)
+            for name in temporaries_seen), temporaries_seen
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.data-00000-of-00001", "m.index", "m.meta"]
         assert (tmp_path / "checkpoint").read_bytes() == state_before
         assert not atomic_file._temporaries_being_written
         saver.restore(sess, prefix)
@@ -510,16 +533,16 @@ CHILD_SAVE_THAT_HANGS_MID_WRITE = textwrap.dedent("""
     import os, sys, time
     import numpy as np
     import adplace as tf
-    from adplace.train import checkpoint_management
+    from adplace.lib.io import tensor_bundle
 
-    def savez_that_hangs(file, **members):
-        file.write(b"PK\\x03\\x04 the first bytes of a checkpoint")
+    def index_that_hangs(file, items, *args):
+        file.write(b"the first bytes of an index")
         file.flush()
-        tmp = [n for n in os.listdir(sys.argv[1]) if n.endswith(".tmp")]
+        tmp = sorted(n for n in os.listdir(sys.argv[1]) if n.endswith(".tmp"))
         print("WRITING", *tmp, flush=True)
         time.sleep(60)
 
-    checkpoint_management.np.savez = savez_that_hangs
+    tensor_bundle.table.write_table = index_that_hangs
     v = tf.Variable([7.0, 8.0], name="v")
     with tf.Session() as sess:
         sess.run(v.initializer)
@@ -527,9 +550,9 @@ CHILD_SAVE_THAT_HANGS_MID_WRITE = textwrap.dedent("""
 """)
 
 
-def _start_child_blocked_mid_save(directory) -> tuple[subprocess.Popen, str]:
-    """A Python process saving checkpoint `model` into `directory`, blocked inside the write; returns it and its
-    temporary's name."""
+def _start_child_blocked_mid_save(directory) -> tuple[subprocess.Popen, list[str]]:
+    """A Python process saving checkpoint `model` into `directory`, blocked inside the write of its index; returns
+    it and its temporaries' names (data file and index)."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     child = subprocess.Popen([sys.executable, "-c", CHILD_SAVE_THAT_HANGS_MID_WRITE, str(directory)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -539,8 +562,9 @@ def _start_child_blocked_mid_save(directory) -> tuple[subprocess.Popen, str]:
         child.kill()
         pytest.fail(f"child did not reach the write: {line!r} {child.communicate(timeout=10)}")
     names = line.split()[1:]
-    assert len(names) == 1 and re.fullmatch(rf"\.model\.npz\.{child.pid}\.[0-9a-f]{{16}}\.tmp", names[0]), names
-    return child, names[0]
+    assert len(names) == 2 and all(re.fullmatch(rf"\.model\.(index|data-00000-of-00001)\.{child.pid}\.[0-9a-f]{{16}}"
+                                                rf"\.tmp", name) for name in names), names
+    return child, names
 
 
 @pytest.fixture
@@ -560,11 +584,11 @@ def test_process_killed_mid_save_keeps_previous_checkpoint_and_next_save_removes
                                                                                               saved_model):
     sess, saver, v, prefix = saved_model
     state_before = (tmp_path / "checkpoint").read_bytes()
-    child, temporary = _start_child_blocked_mid_save(tmp_path)
+    child, temporaries = _start_child_blocked_mid_save(tmp_path)
     child.send_signal(signal.SIGKILL)
     child.communicate(timeout=10)
     assert child.returncode == -signal.SIGKILL
-    assert _temporaries(tmp_path) == [temporary]  # a killed process cleans nothing up
+    assert _temporaries(tmp_path) == temporaries  # a killed process cleans nothing up
     assert (tmp_path / "checkpoint").read_bytes() == state_before
     saver.restore(sess, tf.train.latest_checkpoint(str(tmp_path)))
     assert sess.run(v).tolist() == [1.0, 2.0]
@@ -575,10 +599,10 @@ def test_process_killed_mid_save_keeps_previous_checkpoint_and_next_save_removes
 @pytest.mark.skipif(os.name != "posix", reason="pid probing is POSIX")
 def test_save_keeps_the_temporary_of_a_live_process_mid_save(tmp_path, saved_model):
     sess, saver, v, prefix = saved_model
-    child, temporary = _start_child_blocked_mid_save(tmp_path)
+    child, temporaries = _start_child_blocked_mid_save(tmp_path)
     try:
         saver.save(sess, prefix)  # the same prefix and directory the child is writing
-        assert _temporaries(tmp_path) == [temporary]
+        assert _temporaries(tmp_path) == temporaries
     finally:
         child.kill()
         child.communicate(timeout=10)

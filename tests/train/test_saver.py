@@ -8,6 +8,7 @@ import pytest
 
 import adplace as tf
 from adplace import errors
+from adplace.lib.io import tensor_bundle
 from adplace.train import checkpoint_management
 
 VALUES = {
@@ -68,8 +69,8 @@ def test_round_trip_all_dtypes_same_session(tmp_path):
         _init(sess)
         path = saver.save(sess, str(tmp_path / "model"))
         assert path == str(tmp_path / "model")
-        assert os.path.isfile(path + ".npz")
-        assert not os.path.exists(path + ".meta")
+        assert os.path.isfile(path + ".index") and os.path.isfile(path + ".data-00000-of-00001")
+        assert os.path.isfile(path + ".meta")  # the MetaGraphDef, as TF's Saver writes by default
         _scramble(sess, variables)
         assert not np.array_equal(sess.run(variables["w"]), VALUES["w"])
         saver.restore(sess, path)
@@ -223,7 +224,8 @@ def test_max_to_keep_deletes_oldest_files(tmp_path):
         for step in range(4):
             v.load(float(step), sess)
             saver.save(sess, prefix, global_step=step)
-    assert sorted(f for f in os.listdir(tmp_path) if f.endswith(".npz")) == ["m-2.npz", "m-3.npz"]
+    assert sorted(f for f in os.listdir(tmp_path) if f.startswith("m-")) == [
+        "m-2.data-00000-of-00001", "m-2.index", "m-2.meta", "m-3.data-00000-of-00001", "m-3.index", "m-3.meta"]
     assert saver.last_checkpoints == [prefix + "-2", prefix + "-3"]
     assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [prefix + "-2", prefix + "-3"]
     assert tf.train.load_variable(str(tmp_path), "v") == 3.0
@@ -237,7 +239,7 @@ def test_max_to_keep_none_or_zero_keeps_everything(tmp_path, max_to_keep):
         _init(sess)
         for step in range(7):
             saver.save(sess, str(tmp_path / "m"), global_step=step)
-    assert len([f for f in os.listdir(tmp_path) if f.endswith(".npz")]) == 7
+    assert len([f for f in os.listdir(tmp_path) if f.endswith(".index")]) == 7
     assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "m-6")
 
 
@@ -254,10 +256,11 @@ def test_saving_the_same_prefix_twice_keeps_one_entry(tmp_path):
 
 # --- construction errors -----------------------------------------------------------------------------------------
 
-def test_no_variables_to_save():
+def test_no_variables_to_save(tmp_path):
     with pytest.raises(ValueError, match="^No variables to save$"):
         tf.train.Saver()
-    assert tf.train.Saver(allow_empty=True).save(tf.Session(), "unused") is None
+    assert tf.train.Saver(allow_empty=True).save(tf.Session(), str(tmp_path / "empty")) is None
+    assert sorted(os.listdir(tmp_path)) == ["empty.meta"]  # as TF: no checkpoint, but the meta graph
 
 
 def test_duplicate_keys_and_bad_entries():
@@ -359,10 +362,10 @@ def test_restore_missing_file_and_none_path(tmp_path):
 
 def test_restore_corrupt_file_is_data_loss(tmp_path):
     v = tf.Variable([9.0], name="v")
-    (tmp_path / "bad.npz").write_bytes(b"not a zip archive")
+    (tmp_path / "bad.index").write_bytes(b"not a table")
     with tf.Session() as sess:
         _init(sess)
-        with pytest.raises(errors.DataLossError, match="bad.npz"):
+        with pytest.raises(errors.DataLossError, match="bad.index"):
             tf.train.Saver().restore(sess, str(tmp_path / "bad"))
         assert sess.run(v).tolist() == [9.0]
 
@@ -370,13 +373,14 @@ def test_restore_corrupt_file_is_data_loss(tmp_path):
 # --- atomic saves ------------------------------------------------------------------------------------------------
 
 def _crash_partway(target, *args, **kwargs):
-    """A stand-in for np.savez or os.replace that writes some bytes, then dies (a full disk)."""
+    """A stand-in for table.write_table (the index, written after the data) or os.replace that writes some bytes,
+    then dies (a full disk)."""
     if hasattr(target, "write"):
-        target.write(b"PK\x03\x04 half a checkpoint")
+        target.write(b"half an index")
     raise OSError(28, "No space left on device")
 
 
-@pytest.mark.parametrize("patch", ["savez", "replace"])
+@pytest.mark.parametrize("patch", ["write_table", "replace"])
 def test_crash_mid_save_keeps_previous_checkpoint(tmp_path, monkeypatch, patch):
     v = tf.Variable([1.0, 2.0], name="v")
     saver = tf.train.Saver()
@@ -386,14 +390,14 @@ def test_crash_mid_save_keeps_previous_checkpoint(tmp_path, monkeypatch, patch):
         saver.save(sess, prefix)
         state_before = (tmp_path / "checkpoint").read_text()
         v.load([5.0, 6.0], sess)
-        if patch == "savez":
-            monkeypatch.setattr(checkpoint_management.np, "savez", _crash_partway)
+        if patch == "write_table":
+            monkeypatch.setattr(tensor_bundle.table, "write_table", _crash_partway)
         else:
             monkeypatch.setattr(checkpoint_management.os, "replace", _crash_partway)
-        with pytest.raises(errors.UnknownError, match=r"(?s)Failed to write checkpoint .*m\.npz.*No space left"):
+        with pytest.raises(errors.UnknownError, match=r"(?s)Failed to write checkpoint .*m.*No space left"):
             saver.save(sess, prefix)
         monkeypatch.undo()
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.npz"]  # no temporary file left behind
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.data-00000-of-00001", "m.index", "m.meta"]  # no temp
         assert (tmp_path / "checkpoint").read_text() == state_before
         saver.restore(sess, prefix)
         assert sess.run(v).tolist() == [1.0, 2.0]

@@ -1,6 +1,7 @@
 """Tests for saving and restoring partitioned variables with tf.train.Saver (adplace/train/saver.py and
-adplace/train/saveables.py): the checkpoint holds the whole tensor under the variable's name, so a variable saved in
-one partitioning restores into another, or into an unpartitioned variable, and back; restores stay all or nothing."""
+adplace/train/saveables.py): each part is saved as a slice of the variable's full tensor, as TF saves it, so a variable
+saved in one partitioning restores into another, or into an unpartitioned variable, and back; restores stay all or
+nothing."""
 import numpy as np
 import pytest
 

@@ -8,8 +8,8 @@ stale ones there: those of this process that no thread of it is writing now, and
 probes a pid) those of a process that no longer exists. Temporaries of live processes are never touched. One host
 per directory is assumed: a pid means nothing on another host.
 
-    # after `kill -9` of a process (pid 4242) saving model-7:  .model-7.npz.4242.9f86d081884c7d65.tmp
-    saver.save(sess, "/tmp/run/model", global_step=8)    # removes it, then writes model-8.npz
+    # after `kill -9` of a process (pid 4242) saving model-7:  .model-7.index.4242.9f86d081884c7d65.tmp
+    saver.save(sess, "/tmp/run/model", global_step=8)    # removes it, then writes model-8.index and its data
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ _log = logging.getLogger("adplace")
 
 _TEMPORARY_NAME = re.compile(r"^\..+\.(?P<pid>[1-9][0-9]{0,9})\.[0-9a-f]{16}\.tmp$")
 _temporaries_lock = threading.Lock()
+_renames_lock = threading.Lock()
 _temporaries_being_written: set[str] = set()  # basenames; each holds our pid and a fresh token, so names suffice
 
 
@@ -93,31 +94,59 @@ def _create_temporary(directory: str, basename: str) -> tuple[int, str, str]:
             _temporaries_being_written.discard(name)
 
 
+def _fsync_directory(directory: str) -> None:
+    """Make renames in `directory` durable where the platform allows it."""
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths: list[str]) -> Iterator[list[IO[bytes]]]:
+    """Binary files that replace `paths` only once ALL are fully written and fsynced, renamed in the order given;
+    on any error before the first rename no file is left behind and every target is unchanged.
+
+    A tensor bundle lists its data files first and its index last, so a reader never sees a new index before the
+    data it points into. Stale temporaries in each directory are removed first (module docstring).
+    """
+    directories = sorted({os.path.dirname(p) or "." for p in paths})
+    for directory in directories:
+        _remove_stale_temporaries(directory)
+    pending: list[tuple[IO[bytes], str, str, str]] = []  # (file, temporary name, temporary path, target)
+    try:
+        for path in paths:
+            fd, tmp_name, tmp_path = _create_temporary(os.path.dirname(path) or ".", os.path.basename(path))
+            pending.append((os.fdopen(fd, "wb"), tmp_name, tmp_path, path))
+        yield [f for f, _, _, _ in pending]
+        for f, _, _, _ in pending:
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+        with _renames_lock:  # another thread's renames of the same targets never interleave with these
+            for _, _, tmp_path, path in pending:
+                os.replace(tmp_path, path)
+    except BaseException:
+        for f, _, tmp_path, _ in pending:
+            with contextlib.suppress(OSError):
+                f.close()
+            with contextlib.suppress(OSError):
+                os.remove(tmp_path)
+        raise
+    finally:
+        with _temporaries_lock:
+            _temporaries_being_written.difference_update(name for _, name, _, _ in pending)
+    for directory in directories:
+        _fsync_directory(directory)
+
+
 @contextlib.contextmanager
 def atomic_output(path: str) -> Iterator[IO[bytes]]:
     """A binary file that replaces `path` only once fully written and fsynced; on any error no file is left behind.
 
     Stale temporaries in the directory are removed first (module docstring).
     """
-    directory = os.path.dirname(path) or "."
-    _remove_stale_temporaries(directory)
-    fd, tmp_name, tmp_path = _create_temporary(directory, os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp_path)
-        raise
-    finally:
-        with _temporaries_lock:
-            _temporaries_being_written.discard(tmp_name)
-    with contextlib.suppress(OSError):  # make the rename itself durable where the platform allows it
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    with atomic_outputs([path]) as (f,):
+        yield f

@@ -1,0 +1,1 @@
+"""TF's file formats and file system: crc32c checksums, TFRecord framing, gfile."""

@@ -1,0 +1,293 @@
+"""GraphDefs between adplace and real TensorFlow: every op type adplace registers is written so that TF loads it
+(and, for programs without feeds or randomness, computes adplace's values), and GraphDefs TF writes (an MLP with
+gradients and an SGD step, a graph with devices and colocation) load into adplace and give TF's values.
+
+TensorFlow runs only in a subprocess (tf_graph_def_peer.py); those tests skip without it. The adplace-only round
+trip of every case (GraphDef -> import -> same values) runs everywhere.
+"""
+import importlib.util
+import json
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import adplace as tf
+from adplace.framework.indexed_slices import IndexedSlices
+from adplace.framework.registry import registered_op_types
+from adplace.ops.sparse_math_ops import sparse_dense_cwise_add
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gpu"))
+import op_cases  # noqa: E402
+from tf_peer import needs_tf, run_peer  # noqa: E402
+
+PEER = pathlib.Path(__file__).with_name("tf_graph_def_peer.py")
+# Op types TF does not have: adplace-only (InitializedValue is TF's Variable.initialized_value, a cond there).
+NOT_IN_TF = {"InitializedValue"}
+# Op types whose values differ between adplace and TF 2.x's CPU kernels, left to their owners.
+KNOWN_DIFFERENCES = {"TruncateDiv": "on floats adplace divides exactly, TF 2.x truncates (TF 1.x has no float kernel)"}
+
+
+def _sparse(dense_shape=(3, 4)):
+    return tf.SparseTensor(indices=np.array([[0, 1], [1, 0], [2, 3]], np.int64),
+                           values=np.array([1.0, -2.0, 3.0], np.float32), dense_shape=np.array(dense_shape, np.int64))
+
+
+def _sparse_program(rng):
+    """Sparse ops not in op_cases: add (and its gradient), concat, reorder, reshape, slice (and gradient), split,
+    reductions, softmax, maximum/minimum, dense-sparse arithmetic and matmul, fill_empty_rows (and gradient)."""
+    sp = _sparse()
+    dense = tf.constant(op_cases._x(rng, 3, 4))
+    scaled = tf.SparseTensor(sp.indices, sp.values * dense[0, 0], sp.dense_shape)  # gradients flow to `dense`
+    added = tf.sparse.add(scaled, sp)
+    filled, _ = tf.sparse_fill_empty_rows(tf.SparseTensor(sp.indices, scaled.values, [4, 4]), 0.0)
+    sliced = tf.sparse.slice(scaled, [0, 0], [2, 4])
+    grads = tf.gradients(tf.reduce_sum(added.values) + tf.reduce_sum(filled.values) + tf.reduce_sum(sliced.values),
+                         dense)
+    outs = [added.values, tf.sparse.concat(1, [sp, sp]).values, tf.sparse.reorder(sp).indices,
+            tf.sparse.reshape(sp, [4, 3]).indices, sliced.values, tf.sparse.split(sp_input=sp, num_split=2, axis=1)[0].values,
+            tf.sparse.reduce_sum(sp, 1), tf.sparse.reduce_max(sp, 1), tf.sparse.reduce_sum_sparse(sp, 1).values,
+            tf.sparse_reduce_max_sparse(sp, 1).values, tf.sparse.softmax(sp).values,
+            tf.sparse.maximum(sp, sp).values, tf.sparse.minimum(sp, sp).values, (sp * dense).values,
+            (sp / (tf.abs(dense) + 1.0)).values, sparse_dense_cwise_add(sp, dense).values, tf.sparse.add(sp, dense),
+            tf.sparse_tensor_dense_matmul(sp, tf.transpose(dense)), tf.sparse_to_dense(sp.indices, [3, 4], sp.values),
+            filled.values]
+    return outs + [g for g in grads if g is not None], {}
+
+
+def _segments_and_unique(rng):
+    data = tf.constant(op_cases._x(rng, 4, 3))
+    idx, seg = tf.constant([0, 1, 3], tf.int32), tf.constant([0, 0, 1], tf.int32)
+    outs = [tf.sparse_segment_sum(data, idx, seg), tf.sparse_segment_mean(data, idx, seg),
+            tf.sparse_segment_sqrt_n(data, idx, seg), tf.sparse_segment_sum(data, idx, seg, num_segments=3),
+            tf.sparse_segment_mean(data, idx, seg, num_segments=3), tf.sparse_segment_sqrt_n(data, idx, seg,
+                                                                                            num_segments=3)]
+    return outs + list(tf.unique(tf.constant([3, 1, 3, 2]))), {}
+
+
+def _linalg(rng):
+    a = op_cases._x(rng, 3, 3)
+    spd = tf.constant(a @ a.T + 3 * np.eye(3, dtype=np.float32))
+    rhs = tf.constant(op_cases._x(rng, 3, 2))
+    return [tf.cholesky(spd), tf.matrix_determinant(spd), tf.matrix_inverse(spd), tf.matrix_solve(spd, rhs),
+            tf.matrix_triangular_solve(tf.cholesky(spd), rhs), tf.self_adjoint_eig(spd)[0]], {}
+
+
+def _checks(rng):
+    x = tf.constant(op_cases._x(rng, 2, 3))
+    assertion = tf.Assert(tf.reduce_all(x > -10.0), [x])
+    with tf.control_dependencies([assertion]):
+        return [tf.Print(x, [x], message="x: ")], {}
+
+
+def _scripts(rng):
+    x = tf.constant(op_cases._x(rng, 2, 3))
+    return [tf.py_func(lambda v: v * 2, [x], tf.float32, stateful=False), tf.py_func(lambda v: v + 1, [x], tf.float32)], {}
+
+
+def _counters(rng):
+    v = tf.Variable(0, name="counter")
+    init = tf.global_variables_initializer()
+    return init, [tf.count_up_to(v, 5)], {}
+
+
+def _sampling(rng):
+    true = tf.constant(np.array([[1], [4]], np.int64))
+    logits = tf.constant(op_cases._x(rng, 2, 5))
+    sampled = tf.nn.uniform_candidate_sampler(true, 1, 3, True, 10)
+    hits = tf.nn.compute_accidental_hits(true, sampled[0], 1)
+    return [*sampled, *hits, *tf.nn.log_uniform_candidate_sampler(true, 1, 3, True, 10),
+            *tf.nn.fixed_unigram_candidate_sampler(true, 1, 3, True, 5, unigrams=[1.0, 2.0, 3.0, 4.0, 5.0]),
+            tf.multinomial(logits, 4), tf.random_shuffle(tf.range(6))], {}
+
+
+def _saver(rng):
+    """A sharded Saver's graph (SaveV2, RestoreV2, MergeV2Checkpoints, ShardedFilename, StringJoin) and
+    ShardedFilespec."""
+    from adplace.ops import io_ops
+    v = tf.Variable(op_cases._x(rng, 2), name="v")
+    tf.train.Saver([v], sharded=True)
+    return [io_ops.sharded_filespec("ckpt", 2)], {}
+
+
+def _summaries(rng):
+    x = tf.constant(op_cases._x(rng, 1, 4, 4, 3, low=0.0, high=1.0))
+    tf.summary.scalar("s", tf.reduce_sum(x))
+    tf.summary.histogram("h", x)
+    tf.summary.image("i", x)
+    tf.summary.audio("a", tf.zeros([1, 10]), 8000.0)
+    tf.summary.tensor_summary("t", x)
+    return [tf.summary.merge_all()], {}
+
+
+EXTRA_CASES = {"saver": _saver, "summaries": _summaries, "sparse": _sparse_program, "segments_unique": _segments_and_unique,
+               "linalg": _linalg, "checks": _checks, "scripts": _scripts, "counters": _counters,
+               "sampling": _sampling}
+RANDOM = op_cases.RANDOM_CASES | {"sampling"}
+NO_VALUES = {"scripts", "summaries"}  # Python callbacks stay behind; Summary bytes are not compared here
+ALL_CASES = {**op_cases.CASES, **EXTRA_CASES}
+
+
+def _build(name: str):
+    """(graph, init op or None, fetched Tensors and Operations, feed_dict) of case `name`."""
+    graph = tf.Graph()
+    with graph.as_default():
+        built = ALL_CASES[name](np.random.default_rng(0))
+    init, (fetches, feeds) = (built[0], built[1:]) if len(built) == 3 else (None, built)
+    return graph, init, list(_flat(fetches)), feeds
+
+
+def _flat(values):
+    if isinstance(values, (list, tuple)):
+        for v in values:
+            yield from _flat(v)
+    elif isinstance(values, IndexedSlices):
+        yield from (values.values, values.indices)
+    elif isinstance(values, tf.SparseTensor):
+        yield from (values.indices, values.values)
+    elif values is not None:
+        yield values
+
+
+def _run(graph, init, fetches, feeds):
+    with tf.Session(graph=graph) as sess:
+        if init is not None:
+            sess.run(init)
+        return sess.run(fetches, feed_dict=feeds)
+
+
+def _assert_same(actual, expected, rtol=1e-5):
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        if a is None or e is None:  # a fetched Operation
+            assert a is None and e is None
+            continue
+        a, e = np.asarray(a), np.asarray(e)
+        assert a.shape == e.shape and a.dtype == e.dtype, (a, e)
+        if a.dtype.kind in "fc":
+            np.testing.assert_allclose(a, e, rtol=rtol, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(a, e)
+
+
+def test_the_cases_cover_every_registered_op_type():
+    covered = set()
+    for name in ALL_CASES:
+        covered |= {op.type for op in _build(name)[0].get_operations()}
+    assert set(registered_op_types()) - covered == set()
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CASES))
+def test_every_case_round_trips_through_a_graph_def(name):
+    """adplace -> GraphDef bytes -> adplace: the imported graph gives the original's values (shapes and dtypes for
+    random programs)."""
+    graph, init, fetches, feeds = _build(name)
+    data = graph.as_graph_def().SerializeToString()
+    copy = tf.Graph()
+    with copy.as_default():
+        tf.import_graph_def(tf.GraphDef.FromString(data), name="")
+    def same(x):
+        return copy.as_graph_element(x.name)
+    expected = _run(graph, init, fetches, feeds)
+    copied = (None if init is None else same(init), [same(t) for t in fetches], {same(k): v for k, v in feeds.items()})
+    if name == "scripts":  # the Python functions stay with the graph that made them, as in TF
+        with pytest.raises(tf.errors.UnknownError, match="callback .* is not found"):
+            _run(copy, *copied)
+        return
+    actual = _run(copy, *copied)
+    if name in RANDOM:  # values (and, for samplers, sizes) differ from run to run
+        assert [np.asarray(a).dtype for a in actual] == [np.asarray(e).dtype for e in expected]
+    else:
+        _assert_same(actual, expected)
+
+
+def _peer(command: str, folder: pathlib.Path) -> None:
+    run_peer(PEER, command, folder, timeout=600)
+
+
+@needs_tf
+def test_tensorflow_loads_every_op_type_adplace_writes(tmp_path):
+    """Each case's GraphDef imports into TF (attrs as TF's OpDefs declare them): every registered op type but the
+    adplace-only ones loads; TF's values equal adplace's for the cases without feeds or randomness."""
+    ours = {}
+    for name in ALL_CASES:
+        graph, init, fetches, feeds = _build(name)
+        graph_def = graph.as_graph_def()
+        left_out = {n.name for n in graph_def.node if n.op in NOT_IN_TF}  # fetched only, never read by other nodes
+        kept = [n for n in graph_def.node if n.name not in left_out]
+        del graph_def.node[:]
+        graph_def.node.extend(kept)
+        fetches = [f for f in fetches if f.name.split(":")[0] not in left_out]
+        (tmp_path / f"{name}.pb").write_bytes(graph_def.SerializeToString())
+        updates = any(op.op_def.ref_inputs for op in graph.get_operations())  # read-and-update order is free
+        if not feeds and not updates and name not in RANDOM | NO_VALUES:
+            ours[name] = [None if getattr(f, "op", f).type in KNOWN_DIFFERENCES else value
+                          for f, value in zip(fetches, _run(graph, init, fetches, feeds))]
+            spec = {"init": [] if init is None else [init.name], "fetches": [t.name for t in fetches]}
+            (tmp_path / f"{name}.json").write_text(json.dumps(spec))
+    _peer("load", tmp_path)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert {case: error for case, error in results["load"].items() if error != "ok"} == {}
+    loaded = {op.type for name in ALL_CASES for op in _build(name)[0].get_operations()} - NOT_IN_TF
+    assert loaded == set(registered_op_types()) - NOT_IN_TF
+    for name, values in ours.items():
+        if results["run"][name] != "ok":  # TF's CPU kernels lack NCHW pooling gradients: not the GraphDef's fault
+            assert "only supports NHWC on device type CPU" in results["run"][name], results["run"][name]
+            continue
+        theirs = [None if v is None else np.load(tmp_path / f"{name}.tf.{i}.npy", allow_pickle=False)
+                  for i, v in enumerate(values)]  # None: a fetched op, or an op type in KNOWN_DIFFERENCES
+        _assert_same(values, theirs, rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def tf_written(tmp_path_factory):
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed")
+    folder = tmp_path_factory.mktemp("tf_written")
+    _peer("write", folder)
+    return folder
+
+
+def _load(folder: pathlib.Path, graph_name: str):
+    names = json.loads((folder / f"{graph_name}.json").read_text())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.import_graph_def(tf.GraphDef.FromString((folder / f"{graph_name}.pb").read_bytes()), name="")
+    return graph, names, lambda key: np.load(folder / f"{graph_name}.{key}.npy", allow_pickle=False)
+
+
+@needs_tf
+def test_a_tf_written_mlp_trains_in_adplace_as_in_tf(tf_written):
+    graph, names, ref = _load(tf_written, "mlp")
+    feed = {names["x"]: ref("x"), names["y"]: ref("y")}
+    with tf.Session(graph=graph) as sess:
+        sess.run(names["init"])
+        before = sess.run([names["loss"]] + names["grads"], feed)
+        sess.run(names["train"], feed)
+        after = sess.run([names["loss"]] + names["variables"], feed)
+    _assert_same(before, [ref("loss_before")] + [ref(f"grad{i}") for i in range(4)])
+    _assert_same(after, [ref("loss_after")] + [ref(f"var{i}") for i in range(4)])
+    # and adplace differentiates the imported forward graph itself, to TF's gradients
+    with graph.as_default():
+        variables = [graph.get_tensor_by_name(n) for n in names["variables"]]
+        ours = tf.gradients(graph.get_tensor_by_name(names["loss"]), variables)
+    with tf.Session(graph=graph) as sess:
+        sess.run(names["init"])
+        _assert_same(sess.run(ours, feed), [ref(f"grad{i}") for i in range(4)])
+
+
+@needs_tf
+def test_a_tf_written_graph_keeps_devices_and_colocation(tf_written):
+    graph, names, ref = _load(tf_written, "placed")
+    near, v, a = (graph.get_operation_by_name(names[k]) for k in ("near", "v", "a"))
+    assert v.device == "/device:CPU:0" and a.device == "/job:localhost/replica:0/task:0/device:CPU:0"
+    assert near.colocation_groups() == [b"loc:@" + names["v"].encode()] and near.device == "/device:CPU:0"
+    total = graph.get_tensor_by_name(names["total"])
+    assert total.op.control_inputs == [graph.get_operation_by_name(names["marker"])]
+    with tf.Session(graph=graph) as sess:
+        sess.run(names["init"])
+        got = sess.run([total] + [graph.get_tensor_by_name(n) for n in names["parts"]])
+        placed = {op_name: device for op_name, _, _, device, _ in sess.placement_table()}
+    _assert_same(got, [ref("total"), ref("part0"), ref("part1")])
+    assert placed[names["near"]] == placed[names["v"]]
