@@ -209,7 +209,8 @@ def _peer(command: str, folder: pathlib.Path) -> None:
 @needs_tf
 def test_tensorflow_loads_every_op_type_adplace_writes(tmp_path):
     """Each case's GraphDef imports into TF (attrs as TF's OpDefs declare them): every registered op type but the
-    adplace-only ones loads; TF's values equal adplace's for the cases without feeds or randomness."""
+    adplace-only ones loads; TF's values equal adplace's for the cases without feeds or randomness; and each graph as
+    TF writes it back loads in adplace and computes what adplace's own did."""
     ours = {}
     for name in ALL_CASES:
         graph, init, fetches, feeds = _build(name)
@@ -238,6 +239,21 @@ def test_tensorflow_loads_every_op_type_adplace_writes(tmp_path):
         theirs = [None if v is None else np.load(tmp_path / f"{name}.tf.{i}.npy", allow_pickle=False)
                   for i, v in enumerate(values)]  # None: a fetched op, or an op type in KNOWN_DIFFERENCES
         _assert_same(values, theirs, rtol=1e-4)
+    # The same graphs as TF writes them (its default attrs filled in) load in adplace, and give adplace's values.
+    reloaded_types = set()
+    for name in ALL_CASES:
+        graph = tf.Graph()
+        with graph.as_default():
+            tf.import_graph_def(tf.GraphDef.FromString((tmp_path / f"{name}.tf.pbtf").read_bytes()), name="")
+        reloaded_types |= {op.type for op in graph.get_operations()}
+        if name in ours:
+            spec = json.loads((tmp_path / f"{name}.json").read_text())
+            with tf.Session(graph=graph) as sess:
+                for init_name in spec["init"]:
+                    sess.run(init_name)
+                again = sess.run([graph.as_graph_element(f) for f in spec["fetches"]])
+            _assert_same([None if v is None else a for v, a in zip(ours[name], again)], ours[name])
+    assert set(registered_op_types()) - NOT_IN_TF - reloaded_types == set()
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ subprocess so that TensorFlow never shares a process with adplace.
     python tf_graph_def_peer.py load DIR      # import every DIR/<case>.pb into TF; run the fetches DIR/<case>.json names
     python tf_graph_def_peer.py write DIR     # write TF-built GraphDefs and the values TF computes for them
 
-`load` writes DIR/results.json: {"load": per case "ok" or the error TF raised (an import error, or a non-underscore
+`load` writes each GraphDef TF loaded back as TF writes it (DIR/<case>.tf.pbtf), and DIR/results.json: {"load": per case "ok" or the error TF raised (an import error, or a non-underscore
 attr the op's OpDef does not declare, which TF's NodeDef validation rejects when a session runs it), "run": for cases
 whose .json lists fetches, "ok" or TF's error}, and the values TF computes as DIR/<case>.tf.<i>.npy. `write` writes <graph>.pb, <graph>.json
 (tensor and op names) and <graph>.<key>.npy reference values. Arrays are .npy without pickles.
@@ -45,6 +45,7 @@ def load(folder: pathlib.Path) -> None:
                 tf1.import_graph_def(graph_def, name="")
             _check_attrs(graph_def)
             results[case] = "ok"
+            (folder / f"{case}.tf.pbtf").write_bytes(graph.as_graph_def().SerializeToString())  # as TF writes it
         except Exception as e:  # noqa: BLE001 - every failure is reported to the test, which judges it
             results[case] = _text(e)
             continue
