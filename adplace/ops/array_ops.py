@@ -67,9 +67,10 @@ def placeholder_with_default(input, shape, name: str | None = None) -> Tensor:  
     Raises:
       ValueError: `shape` is incompatible with input's shape.
     """
-    x = convert_to_tensor(input, name="input")
-    return apply_op_1("PlaceholderWithDefault", [x], {"dtype": x.dtype.base_dtype, "shape": as_shape(shape)},
-                      name=name or "PlaceholderWithDefault")
+    with name_scope(name, "PlaceholderWithDefault", [input]) as op_name:  # TF names the constant "<name>/input"
+        x = convert_to_tensor(input, name="input")
+        return apply_op_1("PlaceholderWithDefault", [x], {"dtype": x.dtype.base_dtype, "shape": as_shape(shape)},
+                          name=op_name)
 
 
 def identity(input, name: str | None = None) -> Tensor:  # noqa: A002 - TF's argument name

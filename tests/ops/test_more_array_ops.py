@@ -192,3 +192,12 @@ def test_top_k_index_type_and_k_dtype():
     assert tf.Session().run(tf.nn.top_k([5, 9, 7], k).indices).tolist() == [1]
     with pytest.raises(TypeError, match="parameter 'index_type' has DataType float32"):
         tf.nn.top_k([1.0], 1, index_type=tf.float32)
+
+
+def test_placeholder_with_default_names_its_constant_inside_its_own_scope():
+    """As TF's op wrapper converts inputs in the op's name scope: the Saver's filename default is save/filename/input."""
+    named = tf.placeholder_with_default("model", [], name="filename")
+    unnamed = tf.placeholder_with_default([1.0], [None])
+    assert named.name == "filename:0" and named.op.inputs[0].op.name == "filename/input"
+    assert unnamed.name == "PlaceholderWithDefault:0"
+    assert unnamed.op.inputs[0].op.name == "PlaceholderWithDefault/input"
