@@ -207,11 +207,12 @@ def plot_timeline(run_metadata_or_step_stats, path: str | None = None, *, ax=Non
     origin = min((ns.all_start_micros for ns in nodes), default=0)
     span = max((ns.all_start_micros + ns.all_end_rel_micros - origin for ns in nodes), default=1) or 1
     end_of = {ns.node_name: (row, ns.all_start_micros + ns.all_end_rel_micros - origin) for row, ns, _ in boxes}
-    colours = {t: f"C{i % 10}" for i, t in enumerate(op_types)}
+    styles = _type_styles(op_types)
     for row, ns, copied in boxes:
         x, width = ns.all_start_micros - origin, max(ns.all_end_rel_micros, span * 1e-3)
-        ax.broken_barh([(x, width)], (row - 0.4, 0.8), facecolors="white" if copied else colours[_op_type(ns)],
-                       edgecolor="black", linewidth=0.5, hatch="////" if copied else None)
+        colour, hatch = ("white", "////") if copied else styles[_op_type(ns)]
+        ax.broken_barh([(x, width)], (row - 0.4, 0.8), facecolors=colour, edgecolor="black", linewidth=0.5,
+                       hatch=hatch)
         if width > span * 0.05:
             text = copied if copied else ns.node_name.rsplit("/", 1)[-1]
             ax.text(x + width / 2, row, text, ha="center", va="center", fontsize=8, clip_on=True)
@@ -220,7 +221,7 @@ def plot_timeline(run_metadata_or_step_stats, path: str | None = None, *, ax=Non
             if src_row is not None:
                 ax.annotate("", xy=(x + width, row), xytext=(src_x, src_row),
                             arrowprops={"arrowstyle": "->", "color": "crimson", "linewidth": 1.2})
-    handles = [Patch(facecolor=colours[t], edgecolor="black", label=t) for t in op_types]
+    handles = [Patch(facecolor=styles[t][0], hatch=styles[t][1], edgecolor="black", label=t) for t in op_types]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch="////", label="copy (_Recv)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
               ncol=legend_columns, title="op type", title_fontsize=8)
@@ -236,6 +237,15 @@ def plot_timeline(run_metadata_or_step_stats, path: str | None = None, *, ax=Non
 
 
 _LEGEND_ROWS = 16  # legend entries per column of plot_timeline's op-type legend
+_TYPE_HATCHES = (None, "..", "xx", "--")  # after every 20 colours, the next pattern: each op type looks different
+
+
+def _type_styles(op_types: list) -> dict:
+    """Op type -> (fill colour, hatch): tab20's colours, then the same colours with a pattern."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20"]
+    return {t: (palette(i % 20), _TYPE_HATCHES[i // 20 % len(_TYPE_HATCHES)]) for i, t in enumerate(op_types)}
 
 
 def _timeline_rows(step_stats):

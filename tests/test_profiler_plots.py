@@ -188,6 +188,9 @@ def test_a_timeline_of_many_op_types_keeps_its_whole_legend_and_explains_lanes(t
     ax = fig.axes[0]
     legend = ax.get_legend()
     assert [t.get_text() for t in legend.get_texts()][:2] == ["Type00", "Type01"] and len(legend.get_texts()) == 31
+    handles = getattr(legend, "legend_handles", None) or legend.legendHandles
+    looks = {(tuple(h.get_facecolor()), h.get_hatch()) for h in handles}
+    assert len(looks) == 31  # no two op types (nor the copies) drawn alike
     fig.canvas.draw()
     box, figure_box = legend.get_window_extent(), fig.bbox
     assert box.y0 >= figure_box.y0 - 1 and box.y1 <= figure_box.y1 + 1  # no entry cut off above or below
