@@ -1,6 +1,6 @@
-"""TF's array assertions for tf.test.TestCase (assertAllClose, assertAllEqual, assertAllInRange, ...) and absltest's
-container assertions (assertLen, assertSameElements, ...), as a mixin: Tensors anywhere in an argument are evaluated,
-all in one run, by the test case's `evaluate`.
+"""TF's array and proto assertions for tf.test.TestCase (assertAllClose, assertAllEqual, assertAllInRange,
+assertProtoEquals, ...) and absltest's container assertions (assertLen, assertSameElements, ...), as a mixin:
+Tensors anywhere in an argument are evaluated, all in one run, by the test case's `evaluate`.
 
     class T(tf.test.TestCase):                  # TensorFlowTestCase mixes ArrayAssertions in
         def testOnes(self):
@@ -291,3 +291,31 @@ class ArrayAssertions:
     def assertBetween(self, value, minv, maxv, msg=None):  # noqa: N802 - absltest's name
         if not minv <= value <= maxv:
             self.fail(f"{value!r} is not between {minv!r} and {maxv!r}" + (f" : {msg}" if msg else ""))
+
+    def assertProtoEquals(self, expected_message_maybe_ascii, message, msg=None):  # noqa: N802 - TF's name
+        """`message` equals the expected proto, given as a message of its type or in protobuf text format."""
+        from google.protobuf import message as _message
+        from google.protobuf import text_format
+
+        if isinstance(expected_message_maybe_ascii, (str, bytes)):
+            expected = type(message)()
+            text = expected_message_maybe_ascii
+            text_format.Merge(text.decode() if isinstance(text, bytes) else text, expected)
+        elif isinstance(expected_message_maybe_ascii, _message.Message):
+            expected = expected_message_maybe_ascii
+        else:
+            raise AssertionError(f"Can't compare protos of type {type(expected_message_maybe_ascii)} and "
+                                 f"{type(message)}.")
+        if expected != message:
+            self.assertMultiLineEqual(text_format.MessageToString(expected), text_format.MessageToString(message),
+                                      msg)
+
+    def assertProtoEqualsVersion(self, expected, actual, producer=None, min_consumer=None,  # noqa: N802
+                                 msg=None):
+        """`actual` (a GraphDef) equals `expected` (text) with adplace's GraphDef versions prepended (TF's helper)."""
+        from adplace.framework import graph_io
+
+        producer = graph_io.GRAPH_DEF_VERSION if producer is None else producer
+        min_consumer = graph_io.GRAPH_DEF_VERSION_MIN_CONSUMER if min_consumer is None else min_consumer
+        self.assertProtoEquals(f"versions {{ producer: {producer} min_consumer: {min_consumer} }};\n{expected}",
+                               actual, msg=msg)

@@ -617,3 +617,22 @@ def test_main_runs_the_scripts_test_cases_and_exits_with_their_status(tmp_path, 
 def test_adplace_test_is_the_tf_test_module():
     import adplace.test as namespace
     assert namespace is tf.test and namespace.TestCase is test_util.TensorFlowTestCase
+
+
+def test_assert_proto_equals_takes_a_message_or_its_text_and_shows_the_difference():
+    class Case(tf.test.TestCase):
+        def test_equal(self):
+            a = tf.constant(1.0, name="a")
+            self.assertProtoEquals('name: "a" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } attr { '
+                                   'key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } }',
+                                   a.op.node_def)
+            self.assertProtoEquals(a.op.node_def, a.op.node_def)
+            graph_def = tf.get_default_graph().as_graph_def()
+            del graph_def.node[:]
+            self.assertProtoEqualsVersion("", graph_def)  # adplace's producer and min_consumer, nothing else
+
+        def test_differs(self):
+            self.assertProtoEquals('name: "a" op: "Placeholder"', tf.constant(1.0, name="a").op.node_def)
+
+    _passes(Case, "test_equal")
+    _fails_with(Case, "test_differs", 'op: "Const"', 'op: "Placeholder"')

@@ -27,6 +27,8 @@ from adplace.lib import protos
 # The GraphDef version adplace writes: TF 1.15's producer (its graphs use the TF1 op set); TF 2.x reads it too.
 GRAPH_DEF_VERSION = 134
 GRAPH_DEF_VERSION_MIN_CONSUMER = 0
+GRAPH_DEF_VERSION_MIN_PRODUCER = 0  # the oldest GraphDef producer version TF 1.15 reads
+MAX_GRAPH_DEF_BYTES = 1 << 31  # protobuf's limit on a message, which TF checks while building a GraphDef
 _OP_DEFS_FILE = pathlib.Path(__file__).with_name("tf_op_defs.pb")
 SLICE_OPS = ("StridedSlice", "StridedSliceGrad")
 
@@ -286,13 +288,29 @@ def graph_to_graph_def(graph, from_version: int | None = None, add_shapes: bool 
     with graph._lock:
         ops = list(graph._ops)
         taken = {op._name.lower() for op in ops}
+    size = 0
     for op in ops[from_version or 0:]:
         names = None
+        nodes = []
         if op._type in SLICE_OPS and "slice_spec" in op._attrs:
             names = [_free_name(n, taken) for n in slice_const_names(op)]
-            graph_def.node.extend(_slice_consts(op, names))
-        graph_def.node.append(node_def(op, add_shapes, names))
+            nodes = _slice_consts(op, names)
+        nodes.append(node_def(op, add_shapes, names))
+        size += sum(map(_byte_size, nodes))
+        if size >= MAX_GRAPH_DEF_BYTES:  # protobuf cannot serialize it; TF's error rather than protobuf's
+            raise ValueError("GraphDef cannot be larger than 2GB.")
+        graph_def.node.extend(nodes)
     return graph_def
+
+
+def _byte_size(node) -> int:
+    """The serialized size of `node`; MAX_GRAPH_DEF_BYTES when protobuf cannot even size it (past 2 GB)."""
+    from google.protobuf.message import EncodeError
+
+    try:
+        return node.ByteSize()
+    except EncodeError:
+        return MAX_GRAPH_DEF_BYTES
 
 
 def _free_name(name: str, taken: set) -> str:
@@ -330,8 +348,13 @@ IMPORT_ALIASES = {"AddV2": "Add"}
 
 def import_attrs(node) -> dict:
     """The Python attrs of an adplace op built from `node`: TF's attrs converted (`_class` and `_output_shapes`
-    left out: colocation is the op's, shapes are inferred) plus the adplace-only attrs derived from them."""
+    left out: colocation is the op's, shapes are inferred), the OpDef's defaults for attrs the node leaves out
+    (GraphDefs written with strip_default_attrs), plus the adplace-only attrs derived from them."""
     attrs = {k: python_attr(v) for k, v in node.attr.items() if k not in ("_class", "_output_shapes")}
+    op_def = tf_op_def(node.op)
+    for attr_def in op_def.attr if op_def is not None else ():
+        if attr_def.name not in attrs and attr_def.HasField("default_value"):
+            attrs[attr_def.name] = python_attr(attr_def.default_value)
     extra = _ADPLACE_ONLY.get(node.op)
     if extra is not None:
         try:

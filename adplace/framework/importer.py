@@ -2,8 +2,8 @@
 
 Nodes may come in any order (they are sorted by their data and control inputs; a cycle is an error); each is built
 through the graph's own op-creation path, so adplace's shape and dtype inference runs on it, with attrs turned back
-into adplace's values (graph_io.import_attrs). Names get a prefix ("import" by default), devices and `_class`
-colocation are kept. If anything fails, the graph is left exactly as it was: no ops, no names, no name scopes.
+into adplace's values (graph_io.import_attrs). Names get a prefix ("import" by default; a name an op of the graph
+already has becomes name_1, ... as in TF), devices and `_class` colocation are kept. If anything fails, the graph is left exactly as it was: no ops, no names, no name scopes.
 
     with tf.Graph().as_default() as g:
         y, = tf.import_graph_def(graph_def, input_map={"x:0": my_x}, return_elements=["y:0"], name="net")
@@ -78,16 +78,17 @@ def _sorted_nodes(graph_def, input_map: dict) -> list:
     for node in nodes.values():
         for text in node.input:
             source, index = _split_input(text)
-            if source not in nodes:
-                raise ValueError(f"Node '{node.name}': Unknown input node '{text}'")
             key = "^" + source if index < 0 else f"{source}:{index}"
             if key in input_map:
                 used.add(key)
                 if index >= 0:
                     continue
+            if source not in nodes:
+                raise ValueError(f"Node '{node.name}': Unknown input node '{text}'")
             waiting[node.name] += 1
             readers[source].append(node.name)
-    unused = [k for k in input_map if k not in used]
+    # a key no node reads may still name a node of graph_def (its output index is checked once the op is built)
+    unused = [k for k in input_map if k not in used and _split_input(k)[0] not in nodes]
     if unused:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(unused)}]")
     position = {name: i for i, name in enumerate(nodes)}
@@ -138,11 +139,13 @@ def import_graph_def(graph_def, input_map: dict | None = None, return_elements: 
     by default; "" for none). `op_dict` and `producer_op_list` are accepted for compatibility and unused.
 
     Raises TypeError for arguments of the wrong kind, NotFoundError for an op type adplace lacks, ValueError
-    for a malformed graph (unknown input node, cycle, duplicate name, an input_map key not in graph_def, a node
-    whose attrs or inputs its op type rejects). On any error the graph is unchanged.
+    for a malformed graph (unknown input node, cycle, duplicate name, an input_map key naming no node or output of
+    graph_def, colocation with a node graph_def lacks, a node whose attrs or inputs its op type rejects) or a
+    VersionDef adplace cannot read (TF's version checks). On any error the graph is unchanged.
     """
     del op_dict, producer_op_list
     graph_def = _as_graph_def(graph_def)
+    _check_versions(graph_def.versions)
     input_map, return_elements = _check_arguments(graph_def, input_map, return_elements)
     graph = get_default_graph()
     graph._check_not_finalized()
@@ -153,10 +156,35 @@ def import_graph_def(graph_def, input_map: dict | None = None, return_elements: 
         checkpoint = graph._checkpoint()
         try:
             created = _build(graph, order, nodes, input_map, name)
+            _check_unread_keys(input_map, created)
             return None if return_elements is None else [_element(created, e) for e in return_elements]
         except BaseException:
             graph._roll_back(checkpoint)
             raise
+
+
+def _check_versions(versions) -> None:
+    """TF's checks of a GraphDef's VersionDef against the version adplace implements (ValueError)."""
+    from adplace.framework.meta_graph import TF_VERSION
+
+    if versions.producer < graph_io.GRAPH_DEF_VERSION_MIN_PRODUCER:
+        raise ValueError(f"GraphDef producer version {versions.producer} below min producer "
+                         f"{graph_io.GRAPH_DEF_VERSION_MIN_PRODUCER} supported by TensorFlow {TF_VERSION}.  "
+                         f"Please regenerate your graph.")
+    if versions.min_consumer > graph_io.GRAPH_DEF_VERSION:
+        raise ValueError(f"GraphDef min consumer version {versions.min_consumer} above current version "
+                         f"{graph_io.GRAPH_DEF_VERSION} for TensorFlow {TF_VERSION}.  Please upgrade TensorFlow.")
+    if graph_io.GRAPH_DEF_VERSION in versions.bad_consumers:
+        raise ValueError(f"GraphDef disallows consumer version {graph_io.GRAPH_DEF_VERSION}.  Please upgrade "
+                         f"TensorFlow: this version is likely buggy.")
+
+
+def _check_unread_keys(input_map: dict, created: dict) -> None:
+    """An input_map key no node reads must still name an output of its (imported) node."""
+    missing = [k for k in input_map if not k.startswith("^") and _split_input(k)[0] in created
+               and _split_input(k)[1] >= len(created[_split_input(k)[0]]._outputs)]
+    if missing:
+        raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(missing)}]")
 
 
 def _build(graph, order: list, nodes: dict, input_map: dict, name: str | None) -> dict:
@@ -165,12 +193,38 @@ def _build(graph, order: list, nodes: dict, input_map: dict, name: str | None) -
                      for k, v in input_map.items()}
     with graph.name_scope(None):  # imported names are the prefix plus the node's name, whatever scope is open
         created: dict = {}
+        renamed = _unique_names(graph, order, scope)
         for node in order:
-            created[node.name] = _build_node(graph, node, nodes, created, input_map, scope)
+            created[node.name] = _build_node(graph, node, nodes, created, input_map, scope, renamed)
     return created
 
 
-def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope: str) -> Operation:
+def _with_scopes(names) -> set:
+    """The names and the name scopes above them ("a/b/c": "a", "a/b", "a/b/c")."""
+    out: set = set()
+    for name in names:
+        parts = name.split("/")
+        out.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out
+
+
+def _unique_names(graph, order: list, scope: str) -> dict:
+    """{node name: the name to build it under}: a name that an op of the graph has, or a name scope an op of the
+    graph sits in, becomes name_1, name_2, ... avoiding graph_def's own names too (TF's uniquify_names; an empty
+    name scope does not count)."""
+    existing = _with_scopes(graph._ops_by_name)
+    imported = _with_scopes(scope + node.name for node in order)
+    renamed = {}
+    for node in order:
+        candidate, i = node.name, 0
+        while scope + candidate in existing or (i and scope + candidate in imported):
+            i += 1
+            candidate = f"{node.name}_{i}"
+        renamed[node.name] = candidate
+    return renamed
+
+
+def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope: str, renamed: dict) -> Operation:
     data, control = [], []
     for text in node.input:
         source, index = _split_input(text)
@@ -192,7 +246,7 @@ def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope:
             attrs = {"slice_spec": _slice_spec(node, nodes), "T": attrs["T"]}
             data = data[:1] + data[4:]
         op_type = graph_io.IMPORT_ALIASES.get(node.op, node.op)
-        op = graph._create_op_internal(op_type, data, attrs, scope + node.name + "/",
+        op = graph._create_op_internal(op_type, data, attrs, scope + renamed.get(node.name, node.name) + "/",
                                        compute_device=not node.device)
     except (TypeError, ValueError, KeyError) as e:
         raise ValueError(f"Node '{node.name}' ({node.op}) cannot be imported: {e}") from e
@@ -201,15 +255,22 @@ def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope:
     if control:
         op._add_control_inputs(control)
     groups = list(node.attr["_class"].list.s) if "_class" in node.attr else []
+    for group in groups:
+        target = group[5:].decode(errors="replace")
+        if group.startswith(b"loc:@") and target not in nodes:
+            raise ValueError(f"Node '{node.name}' expects to be colocated with unknown node '{target}'")
     if groups:
-        op._colocation = tuple(sorted({_prefixed_group(g, scope) for g in groups}))
+        op._colocation = tuple(sorted({_prefixed_group(g, scope, renamed) for g in groups}))
         if not op._device:
             _take_colocated_device(op, op._colocation, graph)
     return op
 
 
-def _prefixed_group(group: bytes, scope: str) -> bytes:
-    return b"loc:@" + scope.encode() + group[5:] if group.startswith(b"loc:@") else group
+def _prefixed_group(group: bytes, scope: str, renamed: dict) -> bytes:
+    if not group.startswith(b"loc:@"):
+        return group
+    target = group[5:].decode(errors="replace")
+    return b"loc:@" + (scope + renamed.get(target, target)).encode()
 
 
 def _take_colocated_device(op: Operation, groups: tuple, graph) -> None:

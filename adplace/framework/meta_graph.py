@@ -34,6 +34,8 @@ VARIABLE_COLLECTIONS = (GraphKeys.TRAINABLE_VARIABLES, GraphKeys.GLOBAL_VARIABLE
 
 # The TF release whose graphs and files adplace writes (MetaInfoDef.tensorflow_version).
 TF_VERSION = "1.15.0"
+_SAVE_AND_RESTORE_OPS = frozenset({"SaveV2", "Save", "SaveSlice", "LegacySave", "LegacySaveSlice", "RestoreV2",
+                                   "Restore", "RestoreSlice", "LegacyRestore", "LegacyRestoreSlice"})
 
 _PROTO_FUNCTIONS: dict[str, tuple[Callable, Callable | None, Callable | None]] = {}
 
@@ -127,10 +129,13 @@ def add_collection_def(meta_graph_def, key: str, graph: Graph | None = None, exp
 
 
 def create_meta_graph_def(meta_info_def=None, graph_def=None, saver_def=None, collection_list=None,
-                          graph: Graph | None = None, export_scope: str | None = None, clear_devices: bool = False):
+                          graph: Graph | None = None, export_scope: str | None = None, clear_devices: bool = False,
+                          strip_default_attrs: bool = False, clear_extraneous_savers: bool = False):
     """A MetaGraphDef of `graph` (default: the default graph): meta info with the stripped op list, the GraphDef
-    (with shapes, devices cleared if asked, names without `export_scope` and only its nodes), the saver and the
-    collections (all of them unless `collection_list` names some)."""
+    (with shapes, devices cleared if asked, names without `export_scope` and only its nodes, attrs equal to their
+    OpDef default dropped with `strip_default_attrs`), the saver and the collections (all of them unless
+    `collection_list` names some). `clear_extraneous_savers` leaves out the name scopes of savers other than
+    `saver_def`'s and puts only `saver_def` in the `savers` collection."""
     for value, message, what in ((meta_info_def, protos.meta_graph_pb2.MetaGraphDef.MetaInfoDef, "meta_info_def"),
                                  (graph_def, protos.graph_pb2.GraphDef, "graph_def"),
                                  (saver_def, protos.saver_pb2.SaverDef, "saver_def")):
@@ -146,14 +151,61 @@ def create_meta_graph_def(meta_info_def=None, graph_def=None, saver_def=None, co
     info.tensorflow_version, info.tensorflow_git_version = TF_VERSION, "adplace"
     if graph_def is None:
         graph_def = graph.as_graph_def(add_shapes=True)
+    if clear_extraneous_savers:
+        graph_def = _without_nodes(graph_def, _extraneous_saver_nodes(graph_def, saver_def))
     meta_graph_def.graph_def.MergeFrom(_scoped_graph_def(graph_def, export_scope, clear_devices))
+    if strip_default_attrs:
+        _strip_default_attrs(meta_graph_def.graph_def)
+        info.stripped_default_attrs = True
     if not info.stripped_op_list.op:
         info.stripped_op_list.MergeFrom(stripped_op_list(meta_graph_def.graph_def))
     if saver_def is not None:
         meta_graph_def.saver_def.MergeFrom(saver_def)
     for key in graph.get_all_collection_keys() if collection_list is None else collection_list:
+        if clear_extraneous_savers and key == GraphKeys.SAVERS:
+            if saver_def is not None:
+                meta_graph_def.collection_def[key].bytes_list.value.append(saver_def.SerializeToString())
+            continue
         add_collection_def(meta_graph_def, key, graph, export_scope)
     return meta_graph_def
+
+
+def _scope_of(name: str) -> str:
+    return name.lstrip("^").rpartition("/")[0]
+
+
+def _extraneous_saver_nodes(graph_def, saver_def) -> set:
+    """Names of the nodes in the name scopes of save/restore ops other than `saver_def`'s (TF's rule: each Saver
+    lives in a name scope of its own)."""
+    keep = set()
+    if saver_def is not None:
+        keep = {_scope_of(saver_def.save_tensor_name.split(":")[0]) + "/", _scope_of(saver_def.restore_op_name) + "/"}
+    saver_nodes = {node.name for node in graph_def.node if node.op in _SAVE_AND_RESTORE_OPS}
+    drop = tuple({_scope_of(name) + "/" for name in saver_nodes} - {name + "/" for name in saver_nodes} - keep)
+    return {node.name for node in graph_def.node if drop and node.name.startswith(drop)}
+
+
+def _without_nodes(graph_def, names: set):
+    if not names:
+        return graph_def
+    kept = protos.graph_pb2.GraphDef()
+    kept.versions.CopyFrom(graph_def.versions)
+    kept.library.CopyFrom(graph_def.library)
+    kept.node.extend(node for node in graph_def.node if node.name not in names)
+    return kept
+
+
+def _strip_default_attrs(graph_def) -> None:
+    """Drop, in place, the attrs of `graph_def`'s nodes whose value is their TF OpDef's default (nodes of op types
+    without a TF OpDef keep all theirs)."""
+    from adplace.framework import graph_io
+
+    for node in graph_def.node:
+        op_def = graph_io.tf_op_def(node.op)
+        for attr_def in op_def.attr if op_def is not None else ():
+            if (attr_def.HasField("default_value") and attr_def.name in node.attr
+                    and node.attr[attr_def.name] == attr_def.default_value):
+                del node.attr[attr_def.name]
 
 
 def stripped_op_list(graph_def):
@@ -202,14 +254,15 @@ def _scoped_graph_def(graph_def, export_scope: str | None, clear_devices: bool):
 
 def export_scoped_meta_graph(filename: str | None = None, graph_def=None, graph: Graph | None = None,
                              export_scope: str | None = None, as_text: bool = False, clear_devices: bool = False,
-                             saver_def=None, collection_list=None, meta_info_def=None) -> tuple:
+                             saver_def=None, collection_list=None, meta_info_def=None,
+                             strip_default_attrs: bool = False, clear_extraneous_savers: bool = False) -> tuple:
     """(MetaGraphDef, {name: variable}) of the graph under `export_scope`, written to `filename` when given
     (binary, or text with `as_text`; atomically)."""
     from adplace.framework import graph_io
 
     graph = graph or get_default_graph()
     meta_graph_def = create_meta_graph_def(meta_info_def, graph_def, saver_def, collection_list, graph, export_scope,
-                                           clear_devices)
+                                           clear_devices, strip_default_attrs, clear_extraneous_savers)
     if filename:
         graph_io.write_graph(meta_graph_def, os.path.dirname(filename) or ".", os.path.basename(filename),
                              as_text=as_text)
@@ -302,10 +355,11 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices: bool = False, gr
             node.device = ""
     plan = _collection_items(meta_graph_def, graph_def, import_scope, restore_collections_predicate)
     with graph.as_default():
+        # TF's prefix: the open name scope, plus `import_scope` made unique ("s", then "s_1", ...)
+        scope = graph.unique_name(import_scope or "", mark_as_used=False).rstrip("/")
         returned = importer.import_graph_def(graph_def, input_map=input_map, return_elements=return_elements,
-                                             name=import_scope or "",
+                                             name=import_scope or (scope + "/" if scope else ""),
                                              producer_op_list=meta_graph_def.meta_info_def.stripped_op_list)
-        scope = import_scope or ""
         variables: dict[bytes, object] = {}
         for key, kind, values, from_proto in plan:
             if kind == "protos":
@@ -333,3 +387,15 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices: bool = False, gr
     var_list = {strip_name_scope(v.name, scope): v for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
                 if not scope or v.name.startswith(scope.rstrip("/") + "/")}
     return (var_list, returned) if return_elements is not None else var_list
+
+
+def copy_scoped_meta_graph(from_scope: str, to_scope: str, from_graph: Graph | None = None,
+                           to_graph: Graph | None = None) -> dict:
+    """Copy the ops and collections under `from_scope` of `from_graph` to `to_scope` of `to_graph` (both default:
+    the default graph), through a MetaGraphDef; returns the copied variables as import_scoped_meta_graph does."""
+    from_graph = from_graph or get_default_graph()
+    to_graph = to_graph or get_default_graph()
+    if from_graph is to_graph and from_scope == to_scope:
+        raise ValueError("'from_scope' and 'to_scope' need to be different when performing copy in the same graph.")
+    meta_graph_def, _ = export_scoped_meta_graph(export_scope=from_scope, graph=from_graph)
+    return import_scoped_meta_graph(meta_graph_def, graph=to_graph, import_scope=to_scope)

@@ -10,11 +10,11 @@ from adplace.train.momentum import MomentumOptimizer
 from adplace.train.optimizer import Optimizer
 from adplace.train.parallel import average_gradients, make_parallel
 from adplace.train.rmsprop import RMSPropOptimizer
-from adplace.train.checkpoint_management import (CheckpointState, checkpoint_exists, get_checkpoint_mtimes,
-                                                  get_checkpoint_state, latest_checkpoint, remove_checkpoint,
-                                                  update_checkpoint_state)
-from adplace.train.checkpoint_utils import (CheckpointReader, NewCheckpointReader, init_from_checkpoint,
-                                            list_variables, load_checkpoint, load_variable)
+from adplace.train.checkpoint_management import (CheckpointState, checkpoint_exists, generate_checkpoint_state_proto,
+                                                  get_checkpoint_mtimes, get_checkpoint_state, latest_checkpoint,
+                                                  remove_checkpoint, update_checkpoint_state)
+from adplace.train.checkpoint_utils import (CheckpointReader, NewCheckpointReader, checkpoints_iterator,
+                                            init_from_checkpoint, list_variables, load_checkpoint, load_variable)
 from adplace.train.meta_graphs import export_meta_graph, import_meta_graph
 from adplace.train.saver import Saver
 from adplace.framework.graph_io import write_graph
@@ -31,5 +31,6 @@ __all__ += ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "Mo
             "RMSPropOptimizer", "create_global_step", "get_global_step", "get_or_create_global_step", "global_step"]
 __all__ += ["average_gradients", "export_meta_graph", "import_meta_graph", "make_parallel", "write_graph"]
 __all__ += ["summary_iterator"]
+__all__ += ["checkpoints_iterator", "generate_checkpoint_state_proto"]
 __all__ += ["cosine_decay", "cosine_decay_restarts", "exponential_decay", "inverse_time_decay", "linear_cosine_decay",
             "natural_exp_decay", "noisy_linear_cosine_decay", "piecewise_constant", "polynomial_decay"]

@@ -344,6 +344,31 @@ def _state_file(checkpoint_dir: str, latest_filename: str | None) -> str:
     return os.path.join(checkpoint_dir, latest_filename or "checkpoint")
 
 
+def generate_checkpoint_state_proto(save_dir: str, model_checkpoint_path: str, all_model_checkpoint_paths=None,
+                                    all_model_checkpoint_timestamps=None, last_preserved_timestamp: float | None = None,
+                                    *, save_relative_paths: bool = False) -> CheckpointState:
+    """The CheckpointState `update_checkpoint_state` writes (tf.train.generate_checkpoint_state_proto): the latest
+    path appended to `all_model_checkpoint_paths` unless it is last there; relative paths made relative to a
+    relative `save_dir` (TF's rule), or every path relative to `save_dir` with `save_relative_paths`."""
+    paths = list(all_model_checkpoint_paths or [])
+    if not paths or paths[-1] != model_checkpoint_path:
+        paths.append(model_checkpoint_path)
+
+    def stored(p: str) -> str:
+        if save_relative_paths or (not os.path.isabs(save_dir) and not os.path.isabs(p)):
+            return os.path.relpath(p, save_dir)
+        return p
+    return CheckpointState(stored(model_checkpoint_path), [stored(p) for p in paths],
+                           all_model_checkpoint_timestamps or (), last_preserved_timestamp or 0.0)
+
+
+def meta_graph_filename(checkpoint_filename: str, meta_graph_suffix: str = "meta") -> str:
+    """The MetaGraphDef file Saver.save writes beside checkpoint `checkpoint_filename` (a prefix, or a sharded
+    name whose `-?????-of-NNNNN` part is dropped): `<prefix>.<meta_graph_suffix>`."""
+    base = re.sub(r"-[\d?]+-of-\d+$", "", os.fspath(checkpoint_filename))
+    return f"{base}.{meta_graph_suffix}"
+
+
 def update_checkpoint_state(save_dir: str, model_checkpoint_path: str, all_model_checkpoint_paths=None,
                             latest_filename: str | None = None, all_model_checkpoint_timestamps=None,
                             last_preserved_timestamp: float | None = None, save_relative_paths: bool = False) -> None:
@@ -353,16 +378,9 @@ def update_checkpoint_state(save_dir: str, model_checkpoint_path: str, all_model
     relative to `save_dir` (as TF does), or every path is when `save_relative_paths` is on.
     """
     save_dir = save_dir or "."
-    paths = list(all_model_checkpoint_paths or [])
-    if not paths or paths[-1] != model_checkpoint_path:
-        paths.append(model_checkpoint_path)
-
-    def stored(p: str) -> str:
-        if save_relative_paths or (not os.path.isabs(save_dir) and not os.path.isabs(p)):
-            return os.path.relpath(p, save_dir)
-        return p
-    state = CheckpointState(stored(model_checkpoint_path), [stored(p) for p in paths],
-                            all_model_checkpoint_timestamps or (), last_preserved_timestamp or 0.0)
+    state = generate_checkpoint_state_proto(save_dir, model_checkpoint_path, all_model_checkpoint_paths,
+                                            all_model_checkpoint_timestamps, last_preserved_timestamp,
+                                            save_relative_paths=save_relative_paths)
     filename = _state_file(save_dir, latest_filename)
     if os.path.abspath(filename) == os.path.abspath(model_checkpoint_path):
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for checkpoint state.  "

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -85,6 +87,40 @@ def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
 def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     """The value saved under `name` ("w" or "w:0") in a checkpoint (tf.train.load_variable)."""
     return load_checkpoint(ckpt_dir_or_file).get_tensor(name[:-2] if name.endswith(":0") else name)
+
+
+def wait_for_new_checkpoint(checkpoint_dir: str, last_checkpoint: str | None = None, seconds_to_sleep: float = 1,
+                            timeout: float | None = None) -> str | None:
+    """The latest checkpoint of `checkpoint_dir` once it differs from `last_checkpoint`, polling every
+    `seconds_to_sleep`; None when `timeout` seconds pass first (None: wait for ever)."""
+    deadline = None if timeout is None else time.time() + timeout
+    while True:
+        path = latest_checkpoint(checkpoint_dir)
+        if path is not None and path != last_checkpoint:
+            return path
+        if deadline is not None and time.time() + seconds_to_sleep > deadline:
+            return None
+        time.sleep(seconds_to_sleep)
+
+
+def checkpoints_iterator(checkpoint_dir: str, min_interval_secs: float = 0, timeout: float | None = None,
+                         timeout_fn: Callable[[], bool] | None = None) -> Iterator[str]:
+    """Yield each new checkpoint of `checkpoint_dir` as it appears, at most one per `min_interval_secs`
+    (tf.train.checkpoints_iterator). After `timeout` seconds without a new one, stop, unless `timeout_fn` is
+    given and returns False: then keep waiting."""
+    path = None
+    while True:
+        new_path = wait_for_new_checkpoint(checkpoint_dir, path, timeout=timeout)
+        if new_path is None:
+            if timeout_fn is None or timeout_fn():
+                return
+            continue
+        started = time.time()
+        path = new_path
+        yield path
+        pause = started + min_interval_secs - time.time()
+        if pause > 0:
+            time.sleep(pause)
 
 
 # --- init_from_checkpoint ----------------------------------------------------------------------------------------

@@ -22,15 +22,16 @@ def export_meta_graph(filename: str | None = None, meta_info_def=None, graph_def
                       clear_extraneous_savers: bool = False, strip_default_attrs: bool = False,
                       save_debug_info: bool = False, **kwargs):
     """The MetaGraphDef of `graph` (default: the default graph), written to `filename` when given (TF 1.15's
-    arguments; `strip_default_attrs` and `save_debug_info` are accepted: adplace writes only attrs TF requires or
-    sets, and keeps no debug info)."""
-    del clear_extraneous_savers, strip_default_attrs, save_debug_info
+    arguments; `strip_default_attrs` drops attrs equal to their OpDef default and marks the meta info so;
+    `clear_extraneous_savers` leaves out other savers' ops; `save_debug_info` is accepted and unused)."""
+    del save_debug_info
     if kwargs:
         raise TypeError(f"export_meta_graph() got unexpected keyword arguments: {sorted(kwargs)}")
     meta_graph_def, _ = meta_graph.export_scoped_meta_graph(
         filename=filename, graph_def=graph_def, graph=graph, export_scope=export_scope, as_text=as_text,
         clear_devices=clear_devices, saver_def=saver_def, collection_list=collection_list,
-        meta_info_def=meta_info_def)
+        meta_info_def=meta_info_def, strip_default_attrs=strip_default_attrs,
+        clear_extraneous_savers=clear_extraneous_savers)
     return meta_graph_def
 
 

@@ -34,6 +34,7 @@ from adplace.framework.graph import GraphKeys, get_default_graph
 from adplace.framework.operation import Operation
 from adplace.framework.tensor_shape import TensorShape, dims_text
 from adplace.lib import protos
+from adplace.lib.io.file_io import local_path
 from adplace.ops import array_ops, io_ops, state_ops
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import group, with_dependencies
@@ -108,6 +109,8 @@ class Saver:
         self._is_empty = False
         if saver_def is not None:
             self._check_saver_def()
+            if name:  # as TF: `name` is then the scope the SaverDef's names were imported under
+                self.saver_def = saver_def = _prefixed_saver_def(saver_def, name)
             self._max_to_keep = saver_def.max_to_keep
             self._keep_checkpoint_every_n_hours = saver_def.keep_checkpoint_every_n_hours
             self._sharded = saver_def.sharded
@@ -227,13 +230,7 @@ class Saver:
     @staticmethod
     def from_proto(saver_def, import_scope: str | None = None) -> "Saver":
         """A Saver driving the ops a SaverDef names, under `import_scope` (tf.train.Saver.from_proto)."""
-        if import_scope:
-            prefixed = protos.saver_pb2.SaverDef()
-            prefixed.CopyFrom(saver_def)
-            for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-                setattr(prefixed, field, f"{import_scope.rstrip('/')}/{getattr(saver_def, field)}")
-            saver_def = prefixed
-        return Saver(saver_def=saver_def)
+        return Saver(saver_def=_prefixed_saver_def(saver_def, import_scope) if import_scope else saver_def)
 
     def export_meta_graph(self, filename: str | None = None, collection_list=None, as_text: bool = False,
                           export_scope: str | None = None, clear_devices: bool = False,
@@ -292,7 +289,7 @@ class Saver:
         latest_filename = latest_filename or "checkpoint"
         if os.path.split(latest_filename)[0]:
             raise ValueError("'latest_filename' must not contain path components")
-        save_path = os.fspath(save_path)
+        save_path = local_path(save_path)  # a `file://` URL saves to its local path
         if global_step is not None:
             if not isinstance(global_step, (int, np.integer)):
                 global_step = int(sess.run(global_step))
@@ -363,7 +360,7 @@ class Saver:
             return
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
-        save_path = os.fspath(save_path)
+        save_path = local_path(save_path)
         if not checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         _log.info("Restoring parameters from %s", save_path)
@@ -427,6 +424,15 @@ class Saver:
 
 
 _MISMATCH = "a mismatch between the current graph and the graph"
+
+
+def _prefixed_saver_def(saver_def, scope: str):
+    """A copy of `saver_def` whose tensor and op names are under `scope`."""
+    prefixed = protos.saver_pb2.SaverDef()
+    prefixed.CopyFrom(saver_def)
+    for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+        setattr(prefixed, field, f"{scope.rstrip('/')}/{getattr(saver_def, field)}")
+    return prefixed
 
 
 def _snapshot(sess):

@@ -335,3 +335,94 @@ def test_strided_slices_with_computed_bounds_are_refused():
         node { name: "s" op: "StridedSlice" input: "x" input: "b" input: "b" input: "b"
                attr { key: "T" value { type: DT_INT32 } } attr { key: "Index" value { type: DT_INT32 } } }''')
     _unchanged(ValueError, "'s'.*constant begin", tf.import_graph_def, graph_def)
+
+
+def test_a_graph_def_past_protobufs_size_limit_is_tfs_value_error(monkeypatch):
+    tf.constant(np.zeros(64, np.float32), name="big")
+    monkeypatch.setattr(graph_io, "MAX_GRAPH_DEF_BYTES", 100)  # a 2 GB graph costs too much memory for a test
+    with pytest.raises(ValueError, match="GraphDef cannot be larger than 2GB"):
+        tf.get_default_graph().as_graph_def()
+    monkeypatch.setattr(graph_io, "MAX_GRAPH_DEF_BYTES", 1 << 31)
+    assert [n.name for n in tf.get_default_graph().as_graph_def().node] == ["big"]
+
+    class PastTwoGigabytes:  # a node protobuf cannot even size (what a >2 GB Const gives)
+        def ByteSize(self):
+            from google.protobuf.message import EncodeError
+            raise EncodeError("Failed to serialize proto")
+    monkeypatch.setattr(graph_io, "node_def", lambda *args: PastTwoGigabytes())
+    with pytest.raises(ValueError, match="GraphDef cannot be larger than 2GB"):
+        tf.get_default_graph().as_graph_def()
+
+
+def test_import_fills_in_the_op_def_defaults_a_stripped_node_leaves_out():
+    graph_def = _graph_def_text("""
+        node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "shape" value { shape { dim { size: 3 } } } } }
+        node { name: "m" op: "Mean" input: "x" input: "axis"
+               attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tidx" value { type: DT_INT32 } } }
+        node { name: "axis" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+               attr { key: "value" value { tensor { dtype: DT_INT32 int_val: 0 } } } }
+    """)  # Mean without keep_dims (default false)
+    (mean,) = tf.import_graph_def(graph_def, return_elements=["m:0"], name="")
+    assert mean.op.get_attr("keep_dims") is False and mean.shape.as_list() == []
+    with tf.Session() as sess:
+        assert sess.run(mean, {"x:0": [1.0, 2.0, 6.0]}) == 3.0
+
+
+def test_names_the_graph_already_has_are_made_unique_without_a_prefix():
+    graph_def = _graph_def_text("""
+        node { name: "a" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 2.0 } } } }
+        node { name: "b" op: "Neg" input: "a" attr { key: "T" value { type: DT_FLOAT } }
+               attr { key: "_class" value { list { s: "loc:@a" } } } }
+    """)
+    first = tf.import_graph_def(graph_def, return_elements=["a", "b"], name="")
+    second = tf.import_graph_def(graph_def, return_elements=["a", "b"], name="")
+    assert [op.name for op in first] == ["a", "b"] and [op.name for op in second] == ["a_1", "b_1"]
+    assert list(second[1].inputs) == [second[0].outputs[0]]
+    assert second[1].colocation_groups() == [b"loc:@a_1"]  # colocation follows the renamed node
+    with tf.name_scope("c"):
+        pass  # a name scope without ops does not take the name
+    with tf.name_scope("d"):
+        tf.constant(1.0, name="inside")  # a scope with ops does
+    renamed = _graph_def_text("""
+        node { name: "c" op: "NoOp" } node { name: "d" op: "NoOp" } node { name: "d_1" op: "NoOp" }
+    """)
+    c, d, d_1 = tf.import_graph_def(renamed, return_elements=["c", "d", "d_1"], name="")
+    assert (c.name, d.name, d_1.name) == ("c", "d_2", "d_1")  # "d_1" is the GraphDef's own name: skipped
+    with tf.Session() as sess:
+        assert sess.run(second[1].outputs[0]) == -2.0
+
+
+def test_input_map_may_replace_a_missing_source_or_an_output_nothing_reads():
+    feed = tf.constant(3.0, name="feed")
+    reads_missing = _graph_def_text("""
+        node { name: "b" op: "Neg" input: "absent:0" attr { key: "T" value { type: DT_FLOAT } } }
+    """)
+    (b,) = tf.import_graph_def(reads_missing, input_map={"absent:0": feed}, return_elements=["b"])
+    assert list(b.inputs) == [feed]
+    lonely = _graph_def_text("""
+        node { name: "a" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 1.0 } } } }
+    """)
+    tf.import_graph_def(lonely, input_map={"a:0": feed}, name="unread")  # a real output nobody reads
+    _unchanged(ValueError, r"not found in graph_def: \[a:1\]", tf.import_graph_def, lonely,
+               input_map={"a:1": feed})
+
+
+def test_colocation_with_a_node_the_graph_def_lacks_is_an_error():
+    graph_def = _graph_def_text("""
+        node { name: "b" op: "NoOp" attr { key: "_class" value { list { s: "loc:@nowhere" } } } }
+    """)
+    _unchanged(ValueError, "Node 'b' expects to be colocated with unknown node 'nowhere'", tf.import_graph_def,
+               graph_def)
+
+
+@pytest.mark.parametrize("versions, match", [
+    ("producer: -1", "producer version -1 below min producer 0"),
+    ("producer: 134 min_consumer: 1000000", "min consumer version 1000000 above current version 134"),
+    ("producer: 134 bad_consumers: 134", "disallows consumer version 134"),
+])
+def test_graph_def_versions_adplace_cannot_read_are_refused(versions, match):
+    graph_def = _graph_def_text(f'versions {{ {versions} }} node {{ name: "n" op: "NoOp" }}')
+    _unchanged(ValueError, match, tf.import_graph_def, graph_def)

@@ -437,3 +437,71 @@ def test_file_name_ops():
         assert sess.run([io_ops.sharded_filename("/d/p", 1, 3), io_ops.sharded_filespec("/d/p", 3),
                          io_ops.string_join(["a", "b", "c"], separator="/")]) == [
             b"/d/p-00001-of-00003", b"/d/p-?????-of-00003", b"a/b/c"]
+
+
+def test_generate_checkpoint_state_proto_relative_to_a_relative_save_dir():
+    state = tf.train.generate_checkpoint_state_proto("run", os.path.join("run", "model-3"),
+                                                     [os.path.join("run", "model-1")])
+    assert state.model_checkpoint_path == "model-3"
+    assert state.all_model_checkpoint_paths == ["model-1", "model-3"]
+    absolute = tf.train.generate_checkpoint_state_proto("/abs/run", "/abs/run/model-3")
+    assert absolute.model_checkpoint_path == "/abs/run/model-3"
+    assert absolute.all_model_checkpoint_paths == ["/abs/run/model-3"]
+    assert checkpoint_management.meta_graph_filename("/d/model-7") == "/d/model-7.meta"
+    assert checkpoint_management.meta_graph_filename("/d/model-7-?????-of-00004", "mg") == "/d/model-7.mg"
+
+
+def test_checkpoints_iterator_yields_each_new_checkpoint_then_stops_at_the_timeout(tmp_path):
+    from adplace.train import checkpoint_utils
+
+    assert checkpoint_utils.wait_for_new_checkpoint(str(tmp_path), timeout=0, seconds_to_sleep=0.01) is None
+    assert list(tf.train.checkpoints_iterator(str(tmp_path), timeout=0)) == []
+    tf.Variable(1.0, name="v")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        _init(sess)
+        first = saver.save(sess, str(tmp_path / "model"), global_step=1)
+        seen = []
+        polls = []
+
+        def save_another_once():  # timeout_fn: False means "keep waiting"
+            polls.append(1)
+            if len(polls) == 1:
+                saver.save(sess, str(tmp_path / "model"), global_step=2)
+                return False
+            return True
+        for path in tf.train.checkpoints_iterator(str(tmp_path), timeout=0.05, timeout_fn=save_another_once):
+            seen.append(path)
+    assert seen == [first, str(tmp_path / "model-2")] and len(polls) == 2
+    assert checkpoint_utils.wait_for_new_checkpoint(str(tmp_path), last_checkpoint=first, timeout=0) == seen[1]
+
+
+def test_save_and_restore_accept_a_file_url(tmp_path):
+    v = tf.Variable([1.0, 2.0], name="v")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        _init(sess)
+        path = saver.save(sess, "file://" + str(tmp_path / "model"))
+        assert path == str(tmp_path / "model") and os.path.exists(path + ".index")
+        sess.run(v.assign([0.0, 0.0]))
+        saver.restore(sess, "file://" + path)
+        assert sess.run(v).tolist() == [1.0, 2.0]
+
+
+def test_saver_from_a_saver_def_with_a_name_drives_the_ops_under_that_scope(tmp_path):
+    with tf.name_scope("net"):
+        v = tf.Variable(5.0, name="v")
+        built = tf.train.Saver()
+    unscoped = protos.saver_pb2.SaverDef()
+    unscoped.CopyFrom(built.as_saver_def())
+    for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+        setattr(unscoped, field, getattr(unscoped, field)[len("net/"):])
+    saver = tf.train.Saver(saver_def=unscoped, name="net")
+    assert saver.as_saver_def().restore_op_name == built.as_saver_def().restore_op_name
+    assert unscoped.restore_op_name == "save/restore_all"  # the caller's proto is not changed
+    with tf.Session() as sess:
+        _init(sess)
+        path = saver.save(sess, str(tmp_path / "m"))
+        sess.run(v.assign(0.0))
+        saver.restore(sess, path)
+        assert sess.run(v) == 5.0

@@ -181,3 +181,84 @@ def test_a_graph_without_variables_gives_no_saver():
     meta = tf.train.export_meta_graph()
     with tf.Graph().as_default():
         assert tf.train.import_meta_graph(meta) is None
+
+
+def test_strip_default_attrs_drops_attrs_equal_to_the_op_def_default_and_says_so():
+    x = tf.placeholder(tf.float32, [2, 2], name="x")
+    tf.nn.conv2d(tf.reshape(x, [1, 2, 2, 1]), tf.ones([1, 1, 1, 1]), [1, 1, 1, 1], "SAME", name="conv")
+    kept = tf.train.export_meta_graph()
+    stripped = tf.train.export_meta_graph(strip_default_attrs=True)
+    conv_kept = next(n for n in kept.graph_def.node if n.name == "conv")
+    conv_stripped = next(n for n in stripped.graph_def.node if n.name == "conv")
+    assert conv_kept.attr["data_format"].s == b"NHWC" and "data_format" not in conv_stripped.attr  # the default
+    assert conv_stripped.attr["padding"].s == b"SAME"  # no default: always kept
+    assert stripped.meta_info_def.stripped_default_attrs and not kept.meta_info_def.stripped_default_attrs
+    unknown = protos.graph_pb2.GraphDef()
+    unknown.node.add(name="n", op="NoSuchOpType").attr["a"].i = 0
+    meta = tf.train.export_meta_graph(graph_def=unknown, strip_default_attrs=True)
+    assert meta.graph_def.node[0].attr["a"].i == 0  # no OpDef: nothing to compare with, nothing dropped
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(stripped)
+        with tf.Session() as sess:
+            out = sess.run("conv:0", {"x:0": [[1.0, 2.0], [3.0, 4.0]]})
+    assert out.reshape(-1).tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_clear_extraneous_savers_keeps_only_the_exporting_savers_ops_and_entry():
+    a, b = tf.Variable(1.0, name="a"), tf.Variable(2.0, name="b")
+    first, second = tf.train.Saver([a], name="first"), tf.train.Saver([b], name="second")
+    tf.add_to_collection(tf.GraphKeys.SAVERS, first)
+    tf.add_to_collection(tf.GraphKeys.SAVERS, second)
+    full = second.export_meta_graph()
+    cleared = second.export_meta_graph(clear_extraneous_savers=True)
+    names = {n.name for n in cleared.graph_def.node}
+    assert any(n.startswith("first/") for n in (n.name for n in full.graph_def.node))
+    assert not any(n.startswith("first/") for n in names) and "second/restore_all" in names
+    assert len(full.collection_def["savers"].bytes_list.value) == 2
+    (entry,) = cleared.collection_def["savers"].bytes_list.value
+    assert protos.saver_pb2.SaverDef.FromString(entry).restore_op_name == "second/restore_all"
+
+
+def test_import_scope_is_under_the_open_name_scope_and_made_unique():
+    tf.Variable(1.0, name="v")
+    meta = tf.train.export_meta_graph()
+    with tf.Graph().as_default():
+        with tf.name_scope("outer"):
+            tf.train.import_meta_graph(meta, import_scope="inner")
+            tf.train.import_meta_graph(meta)  # no import_scope: the open name scope is the prefix
+        tf.train.import_meta_graph(meta, import_scope="again")
+        tf.train.import_meta_graph(meta, import_scope="again")  # the second import lands in "again_1"
+        assert [v.name for v in tf.global_variables()] == ["outer/inner/v:0", "outer/v:0", "again/v:0",
+                                                           "again_1/v:0"]
+
+
+def test_import_meta_graph_into_a_scope_restores_through_the_prefixed_saver(tmp_path):
+    _model()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run("w:0")
+        path = saver.save(sess, str(tmp_path / "model"))
+        expected = sess.run("w:0")
+    with tf.Graph().as_default():
+        restored = tf.train.import_meta_graph(path + ".meta", import_scope="net")
+        assert restored.as_saver_def().restore_op_name == "net/save/restore_all"
+        with tf.Session() as sess:
+            restored.restore(sess, path)
+            assert np.array_equal(sess.run("net/w:0"), expected)
+
+
+def test_copy_scoped_meta_graph_copies_a_scope_into_another_graph():
+    from adplace.framework import meta_graph
+
+    with tf.variable_scope("tower"):
+        v = tf.Variable(3.0, name="v")
+        tf.multiply(v, 2.0, name="doubled")
+    with pytest.raises(ValueError, match="need to be different"):
+        meta_graph.copy_scoped_meta_graph("tower", "tower")
+    with tf.Graph().as_default() as other:
+        copied = meta_graph.copy_scoped_meta_graph("tower", "copy", from_graph=v.graph, to_graph=other)
+        assert {k: var.name for k, var in copied.items()} == {"v:0": "copy/v:0"}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run("copy/doubled:0") == 6.0

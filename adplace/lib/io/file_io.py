@@ -53,6 +53,9 @@ def _local(path) -> str:
     return path
 
 
+local_path = _local  # the public name, for modules that take TF's paths (the Saver's save_path)
+
+
 def os_error(exc: OSError, path) -> errors.OpError:
     """TF's error for an OS error on `path`: NotFoundError for ENOENT, PermissionDeniedError for EACCES, ..."""
     cls = _ERRORS_BY_ERRNO.get(exc.errno, errors.UnknownError)
