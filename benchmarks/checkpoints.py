@@ -5,9 +5,10 @@ tf.train.Saver (TF's V2 format), against np.save / np.load of the same arrays (t
     python benchmarks/checkpoints.py --quick    # smoke run: 20 MB, 3 samples (JSON to $TMPDIR)
 
 Rows (every number a median of interleaved samples, files in one temporary directory on the same disk):
-  save     adplace: saver.save(sess, prefix, write_state=False): one step running SaveV2, its files fsynced and
-           renamed into place. numpy: np.save of each array to its own .npy (no fsync, no checksums: the floor);
-           numpy+fsync: the same with each file fsynced (what a crash-safe write must pay at least).
+  save     adplace: saver.save(sess, prefix, write_meta_graph=False, write_state=False), as TF's row: one step
+           running SaveV2, its files fsynced and renamed into place. numpy: np.save of each array to its own .npy
+           (no fsync, no checksums: the floor); numpy+fsync: the same with each file fsynced (what a crash-safe
+           write must pay at least).
   restore  adplace: saver.restore(sess, prefix): the index checked against the variables, then one step running
            RestoreV2 (reads, CRC-32C checks) and the Assigns. numpy: np.load of each .npy file.
   TF       tf.compat.v1.train.Saver save/restore of variables of the same shapes, TF 2.x in graph mode, timed in a
@@ -74,11 +75,11 @@ def bench_adplace_and_numpy(shapes, samples: int, directory: str) -> dict:
         saver = tf.train.Saver()
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            saver.save(sess, prefix, write_state=False)  # warm-up (plans compiled)
+            saver.save(sess, prefix, write_meta_graph=False, write_state=False)  # warm-up (plans compiled)
             saver.restore(sess, prefix)
             for _ in range(samples):
                 started = time.perf_counter()
-                saver.save(sess, prefix, write_state=False)
+                saver.save(sess, prefix, write_meta_graph=False, write_state=False)
                 times["adplace_save"].append(time.perf_counter() - started)
                 for key, fsync in (("numpy_save", False), ("numpy_fsync_save", True)):
                     started = time.perf_counter()
