@@ -81,13 +81,24 @@ def _set_scalar(target, kind: str, value, field: str | None = None) -> None:
         proto = shape_to_proto(value if value is None or isinstance(value, TensorShape) else as_shape(value))
         (target.shape.add() if listed else target.shape).CopyFrom(proto)
     elif kind == "tensor":
-        (target.tensor.add() if listed else target.tensor).CopyFrom(make_tensor_proto(value))
+        (target.tensor.add() if listed else target.tensor).CopyFrom(_tensor_value(value))
     elif kind == "string":
         data = value.encode() if isinstance(value, str) else bytes(value)
         target.s.append(data) if listed else setattr(target, "s", data)
     else:
         name, convert = {"int": ("i", int), "float": ("f", float), "bool": ("b", bool)}[kind]
         getattr(target, name).append(convert(value)) if listed else setattr(target, name, convert(value))
+
+
+def _tensor_value(value):
+    """A Const's value as TF writes it: an array of one repeated value (what `tf.constant(0.0, shape=...)`,
+    `tf.zeros` and `tf.fill` build) as that value splatted to the shape, everything else element by element."""
+    array = np.asarray(value)
+    if array.size > 1 and array.dtype.kind in "biufc":
+        flat = array.reshape(-1)
+        if (flat == flat[0]).all():
+            return make_tensor_proto(flat[:1].reshape(()), shape=array.shape)
+    return make_tensor_proto(array)
 
 
 def attr_value(value, attr_type: str | None = None):

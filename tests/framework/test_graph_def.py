@@ -338,7 +338,7 @@ def test_strided_slices_with_computed_bounds_are_refused():
 
 
 def test_a_graph_def_past_protobufs_size_limit_is_tfs_value_error(monkeypatch):
-    tf.constant(np.zeros(64, np.float32), name="big")
+    tf.constant(np.arange(64, dtype=np.float32), name="big")  # 64 distinct values: 256 bytes
     monkeypatch.setattr(graph_io, "MAX_GRAPH_DEF_BYTES", 100)  # a 2 GB graph costs too much memory for a test
     with pytest.raises(ValueError, match="GraphDef cannot be larger than 2GB"):
         tf.get_default_graph().as_graph_def()
@@ -426,3 +426,18 @@ def test_colocation_with_a_node_the_graph_def_lacks_is_an_error():
 def test_graph_def_versions_adplace_cannot_read_are_refused(versions, match):
     graph_def = _graph_def_text(f'versions {{ {versions} }} node {{ name: "n" op: "NoOp" }}')
     _unchanged(ValueError, match, tf.import_graph_def, graph_def)
+
+
+def test_a_constant_of_one_repeated_value_is_written_as_tf_writes_a_splat():
+    """tf.constant(1.5, shape=...) holds the whole array here, but its GraphDef holds the value once, as TF's does, and
+    reads back whole; an array of distinct values is written element by element."""
+    tf.constant(1.5, shape=[1000, 1000], name="splat")
+    tf.constant([[1, 2], [3, 4]], name="distinct")
+    graph_def = tf.get_default_graph().as_graph_def()
+    splat, distinct = (node.attr["value"].tensor for node in graph_def.node)
+    assert list(splat.float_val) == [1.5] and not splat.tensor_content
+    assert [d.size for d in splat.tensor_shape.dim] == [1000, 1000] and graph_def.ByteSize() < 200
+    assert distinct.tensor_content and not distinct.int_val
+    with tf.Graph().as_default():
+        value, = tf.import_graph_def(graph_def, return_elements=["splat:0"])
+        np.testing.assert_array_equal(tf.Session().run(value), np.full([1000, 1000], 1.5, np.float32))
