@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
-import tempfile
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from adplace.framework.tensor_shape import TensorShape, as_shape
 from adplace.framework.tensor_util import (dtype_from_enum, make_ndarray, make_tensor_proto, shape_from_proto,
                                            shape_to_proto)
 from adplace.lib import protos
+from adplace.lib.io.atomic_file import atomic_output
 
 # The GraphDef version adplace writes: TF 1.15's producer (its graphs use the TF1 op set); TF 2.x reads it too.
 GRAPH_DEF_VERSION = 134
@@ -405,14 +405,6 @@ def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True
         data = graph_def.SerializeToString(deterministic=True)
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with atomic_output(path) as f:
+        f.write(data)
     return path

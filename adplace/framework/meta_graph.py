@@ -222,8 +222,9 @@ def stripped_op_list(graph_def):
 
 
 def _scoped_graph_def(graph_def, export_scope: str | None, clear_devices: bool):
-    """The nodes of `graph_def` under `export_scope`, renamed without it; an input from outside the scope is an
-    error (TF's unbound inputs are not supported)."""
+    """A copy of the nodes of `graph_def` under `export_scope` (all of them for None), renamed without it, their
+    devices cleared with `clear_devices`; `graph_def` itself when neither applies. An input from outside the scope
+    is an error (TF's unbound inputs are not supported)."""
     if not export_scope and not clear_devices:
         return graph_def
     scoped = protos.graph_pb2.GraphDef()
@@ -349,10 +350,7 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices: bool = False, gr
                       else meta_graph_or_file)
     graph = graph or get_default_graph()
     graph_def = meta_graph_def.graph_def
-    if clear_devices:
-        graph_def = protos.graph_pb2.GraphDef.FromString(graph_def.SerializeToString())
-        for node in graph_def.node:
-            node.device = ""
+    graph_def = _scoped_graph_def(graph_def, None, clear_devices)
     plan = _collection_items(meta_graph_def, graph_def, import_scope, restore_collections_predicate)
     with graph.as_default():
         # TF's prefix: the open name scope, plus `import_scope` made unique ("s", then "s_1", ...)

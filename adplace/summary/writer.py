@@ -12,7 +12,6 @@ every call warns and does nothing until `reopen()`, which starts a new event fil
 """
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -21,8 +20,6 @@ import warnings
 from adplace.framework.graph import Graph
 from adplace.lib import protos
 from adplace.summary.event_file import EventFileWriter
-
-_log = logging.getLogger("adplace")
 
 
 def _message_as(value, message_class, what: str):
@@ -34,14 +31,6 @@ def _message_as(value, message_class, what: str):
     if descriptor is not None and descriptor.name == message_class.DESCRIPTOR.name:
         return message_class.FromString(value.SerializeToString())
     raise TypeError(f"{what} must be a {message_class.DESCRIPTOR.name} proto, got {type(value).__name__}")
-
-
-def _graph_def_of(graph: Graph):
-    """The GraphDef of an adplace graph (with shapes), or None while graphs cannot be exported yet."""
-    if not hasattr(graph, "as_graph_def"):
-        _log.warning("FileWriter: this adplace build cannot export graphs yet; the graph is not written")
-        return None
-    return graph.as_graph_def(add_shapes=True)
 
 
 class FileWriter:
@@ -128,9 +117,7 @@ class FileWriter:
             raise ValueError("Please pass only graph, or graph_def (deprecated), but not both.")
         graph = graph if graph is not None else graph_def
         if isinstance(graph, Graph):
-            graph_def = _graph_def_of(graph)
-            if graph_def is None:
-                return None
+            graph_def = graph.as_graph_def(add_shapes=True)
         else:
             try:
                 graph_def = _message_as(graph, protos.graph_pb2.GraphDef, "graph")

@@ -96,8 +96,6 @@ def test_the_text_plugins_metadata_is_written_with_the_first_value_only(tmp_path
 def test_graph_and_meta_graph_with_devices(tmp_path):
     x, w, loss = _model()
     graph = tf.get_default_graph()
-    if not hasattr(graph, "as_graph_def"):
-        pytest.skip("this adplace cannot export GraphDefs yet")
     with tf.summary.FileWriter(str(tmp_path), graph):
         pass
     acc = _accumulator(tmp_path)

@@ -25,8 +25,7 @@ def _write_adplace_events(logdir: str) -> str:
     tf.summary.scalar("mean", mean)
     tf.summary.histogram("inputs", x)
     merged = tf.summary.merge_all()
-    with tf.Session() as sess, tf.summary.FileWriter(logdir, sess.graph if hasattr(sess.graph, "as_graph_def")
-                                                     else None) as writer:
+    with tf.Session() as sess, tf.summary.FileWriter(logdir, sess.graph) as writer:
         for step in range(3):
             metadata = tf.RunMetadata()
             writer.add_summary(sess.run(merged, {x: [step, step + 1.0]},
@@ -47,8 +46,7 @@ def test_tf_reads_adplace_event_files(tmp_path):
     (tagged,) = [e for e in events if e["kind"] == "tagged_run_metadata"]
     assert tagged["tag"] == "last" and any(d.endswith("device:CPU:0") for d in tagged["devices"])
     graphs = [e for e in events if e["kind"] == "graph_def"]
-    if hasattr(tf.get_default_graph(), "as_graph_def"):
-        assert ["x", "Placeholder", "/device:CPU:0"] in graphs[0]["nodes"]
+    assert ["x", "Placeholder", "/device:CPU:0"] in graphs[0]["nodes"]
 
 
 def test_adplace_reads_tf_event_files(tmp_path):

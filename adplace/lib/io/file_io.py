@@ -21,11 +21,10 @@ import posixpath
 import re
 import shutil
 import stat as stat_module
-import tempfile
-import uuid
 from typing import Iterator
 
 from adplace.framework import errors
+from adplace.lib.io.atomic_file import atomic_output
 
 _FILE_SCHEME = "file://"
 _MODES = ("r", "w", "a", "r+", "w+", "a+")
@@ -262,17 +261,8 @@ def copy(src, dst, overwrite: bool = False) -> None:
     if os.path.isdir(source):
         raise errors.FailedPreconditionError(None, None, f"{_text(src)}; Is a directory (only files can be copied)")
     target = _check_destination(dst, overwrite)
-    with _reporting(src):
-        with open(source, "rb") as reader:
-            temp = f"{target}.tmp{uuid.uuid4().hex}"
-            try:
-                with _reporting(dst), open(temp, "wb") as writer:
-                    shutil.copyfileobj(reader, writer)
-                with _reporting(dst):
-                    os.replace(temp, target)
-            finally:
-                if os.path.exists(temp):
-                    os.remove(temp)
+    with _reporting(src), open(source, "rb") as reader, _reporting(dst), atomic_output(target) as writer:
+        shutil.copyfileobj(reader, writer)
 
 
 def rename(src, dst, overwrite: bool = False) -> None:
@@ -424,12 +414,7 @@ def atomic_write_string_to_file(filename, contents, overwrite: bool = True) -> N
     """Write `contents` to a temporary file beside `filename` and rename it into place: readers see the old file or
     the new one, never half of one."""
     local = _local(filename)
-    with _reporting(filename):
-        fd, temp = tempfile.mkstemp(prefix=os.path.basename(local) + ".tmp", dir=os.path.dirname(local) or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(contents.encode("utf-8") if isinstance(contents, str) else bytes(contents))
-        rename(temp, filename, overwrite)
-    finally:
-        if os.path.exists(temp):
-            os.remove(temp)
+    if not overwrite and os.path.exists(local):
+        raise errors.AlreadyExistsError(None, None, f"{_text(filename)}; file already exists")
+    with _reporting(filename), atomic_output(local) as f:
+        f.write(contents.encode("utf-8") if isinstance(contents, str) else bytes(contents))
