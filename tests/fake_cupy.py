@@ -1131,11 +1131,15 @@ class ufunc:
             names = ", ".join(np.dtype(c).name for c in supported)
             raise TypeError(f"cupy.{self.__name__}.at only supports {names}, as data type")
         op = _Op(self.__name__ + "_at", force=True)
-        self._np.at(op.unwrap(a), op.unwrap(indices), op.unwrap(b))
+        values = op.unwrap(b)
+        if self.__name__ in ("maximum", "minimum") and a.dtype == np.float64:  # as CuPy 14.2 does on an H200
+            values = np.asarray(values).astype(np.float32).astype(np.float64)
+        self._np.at(op.unwrap(a), op.unwrap(indices), values)
         op.finish(None)
 
 
-# The dtypes CuPy's ufunc.at takes (its atomics; CuPy's scatter tests and error messages), by ufunc.
+# The dtypes CuPy's ufunc.at takes (its atomics; CuPy's scatter tests and error messages), by ufunc. It takes float64
+# for maximum and minimum but (seen on an H200, CuPy 14.2, 2026-11-26) rounds the values through float32 first.
 _AT_DTYPES = {"add": "iILQefd", "subtract": "iI", "maximum": "iILQfd", "minimum": "iILQfd"}
 
 

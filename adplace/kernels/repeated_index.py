@@ -3,7 +3,8 @@
 NumPy's unbuffered `ufunc.at` does this for every ufunc and dtype. CuPy's `ufunc.at` exists only where CUDA has the
 atomic (add for most numeric types, max/min for some, subtract for int32/uint32 alone, so subtraction adds the
 negated values); for the rest the same updates run in rounds, round k writing every index's k-th occurrence, so
-each round names distinct rows.
+each round names distinct rows. CuPy's float64 max/min `at` takes the dtype but rounds the values through float32
+(an H200, CuPy 14.2), so float64 max/min runs in rounds too.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def ufunc_at(xp, name: str, target, rows, values) -> None:
     if xp is np:
         ufunc.at(target, rows, values)
         return
-    if name in _CUPY_ATOMIC:
+    if name in _CUPY_ATOMIC and not (name in ("maximum", "minimum") and target.dtype == np.float64):
         atomic, operand = (xp.add, -values) if name == "subtract" and target.dtype.kind != "b" else (ufunc, values)
         try:
             atomic.at(target, xp.asarray(rows), operand)
