@@ -39,11 +39,14 @@ from adplace.kernels import nn as _nn_kernels  # noqa: F401 - registers the nn o
 from adplace.kernels import array as _array_kernels  # noqa: F401 - gather, one_hot, pad, ... kernels
 from adplace.kernels import io as _io_kernels  # noqa: F401 - SaveV2, RestoreV2, MergeV2Checkpoints, ... kernels
 from adplace.kernels import checks as _check_kernels  # noqa: F401 - Assert, CheckNumerics, Print kernels
+from adplace.kernels import control_flow as _control_flow_kernels  # noqa: F401 - Switch, Merge, Enter, ... kernels
+from adplace.kernels import stack as _stack_kernels  # noqa: F401 - StackV2, StackPushV2, StackPopV2 kernels
 from adplace.kernels import linalg as _linalg_kernels  # noqa: F401 - matrix inverse, diag, einsum, ... kernels
 from adplace.kernels import script as _script_kernels  # noqa: F401 - PyFunc kernels (CPU only)
 from adplace.kernels import sparse as _sparse_kernels  # noqa: F401 - SparseToDense, SparseReorder, ... kernels (CPU)
 from adplace.kernels import sparse_math as _sparse_math_kernels  # noqa: F401 - SparseAdd, SparseReduceSum, ... (CPU)
 from adplace.kernels import data_flow as _data_flow_kernels  # noqa: F401 - GatherNd, ScatterNd, stitch, segments
+from adplace.kernels import tensor_array as _tensor_array_kernels  # noqa: F401 - TensorArray*V3 kernels
 from adplace.ops.script_ops import numpy_function, py_func
 from adplace.ops.array_ops import identity_n
 from adplace.ops.selection_ops import one_hot, where, where_v2
@@ -71,6 +74,9 @@ from adplace.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_ad
                                         tensor_scatter_nd_sub, tensor_scatter_nd_update, tensor_scatter_sub,
                                         tensor_scatter_update)
 from adplace.ops.data_flow_ops import dynamic_partition, dynamic_stitch, parallel_dynamic_stitch
+from adplace.ops.tensor_array_ops import TensorArray
+from adplace.ops import tensor_array_grad as _tensor_array_grad  # noqa: F401 - TensorArray gradients
+from adplace.framework.dtypes import resource
 from adplace.ops import logical_ops as _logical_ops
 from adplace import compat
 from adplace.compat import disable_eager_execution, disable_v2_behavior, executing_eagerly
@@ -83,6 +89,9 @@ from adplace.ops.array_ops import (concat, expand_dims, fill, identity, invert_p
                                    transpose, unstack, zeros, zeros_like)
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa: A004
+from adplace.ops.control_flow_v1 import case, cond, switch_case, while_loop
+from adplace.ops import control_flow_grad as _control_flow_grad  # noqa: F401 - Switch, Merge, ... gradients
+from adplace.ops import stack_ops as _stack_ops  # noqa: F401 - StackV2, ... (while-loop gradients)
 from adplace.ops.init_ops import (constant_initializer, glorot_normal_initializer, glorot_uniform_initializer,
                                   initializers, ones_initializer, random_normal_initializer, random_uniform_initializer,
                                   truncated_normal_initializer, variance_scaling_initializer, zeros_initializer)

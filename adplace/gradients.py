@@ -33,7 +33,7 @@ from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_gradient_function
 from adplace.ops import (array_grad, conv_grad, data_flow_grad, linalg_grad, math_grad,  # noqa: F401 - register
                          nn_grad, segment_grad, sparse_grad)  # noqa: F401 - gradients
-from adplace.ops import array_ops, control_flow_ops, indexed_slices_ops, math_ops
+from adplace.ops import array_ops, control_flow_ops, indexed_slices_ops, math_ops, while_grad
 from adplace.ops.constant_op import constant
 from adplace.ops.variable_scope import get_variable_scope
 
@@ -196,26 +196,39 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
     except ValueError:
         raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}") from None
 
-    with name_scope(name, "gradients", ys + xs + [g for g in grad_ys if isinstance(g, Tensor)]):
+    with name_scope(name, "gradients", ys + xs + [g for g in grad_ys if isinstance(g, Tensor)]), \
+            while_grad.gradient_pass():
         grad_ys = _default_grad_ys(ys, grad_ys, colocate_gradients_with_ops)
         to_ops, from_ops = [y.op for y in ys], [x.op for x in xs]
         between = _between_ops(to_ops, from_ops)
+        unused_exits = _unused_loop_exits(between)
+        between.update(unused_exits)
         pending = collections.Counter(t._op for op in between for t in op._inputs if t._op in between)
+        exits_pending = collections.Counter(t._op for op in between if op._type == "Exit" for t in op._inputs
+                                            if t._op in between)
         stop_ops = {op for op in from_ops if not any(pending[t._op] > 0 for t in op._inputs)}
         stop_ops.update(t.op for t in stop_gradients)
 
         grads: dict = {}  # op -> per output: a list of incoming gradients, then (once processed) their sum
+        first_visits: set = set()  # loop Switches whose Exit-side gradient was taken (TF visits them twice)
 
         def add_grad(t: Tensor, grad: Tensor) -> None:
             grads.setdefault(t._op, [[] for _ in t._op._outputs])[t._value_index].append(grad)
 
         for y, grad_y in zip(ys, grad_ys):
             add_grad(y, grad_y)
-        queue = collections.deque(dict.fromkeys(op for op in to_ops if op in between and pending[op] == 0))
+        for op in unused_exits:  # an Exit the ys do not read still starts its loop variable's backward path
+            add_grad(op._outputs[0], array_ops.zeros_like(op._outputs[0]))
+        queue = collections.deque(dict.fromkeys(op for op in to_ops + unused_exits if op in between and
+                                                pending[op] == 0))
         while queue:
             op = queue.popleft()
-            with _colocated(op, colocate_gradients_with_ops):
-                out_grads = grads[op] = _aggregate(op, grads.get(op, [[] for _ in op._outputs]), method)
+            loop_switch = while_grad.is_loop_switch(op)
+            first_visit = loop_switch and op not in first_visits
+            with _colocated(op, colocate_gradients_with_ops), while_grad.grad_context(op):
+                out_grads = _aggregate(op, grads.get(op, [[] for _ in op._outputs]), method)
+                if not first_visit:
+                    grads[op] = out_grads
                 in_grads = _op_input_grads(op, out_grads, op not in stop_ops, gate_gradients)
                 for i, (t_in, in_grad) in enumerate(zip(op._inputs, in_grads)):
                     if in_grad is None or not _is_differentiable(t_in):
@@ -231,11 +244,34 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
                                          f"{t_in._shape}. Calculated input gradient shape: {in_grad._shape}") \
                             from None
                     add_grad(t_in, in_grad)
+            if loop_switch:
+                if not first_visit:
+                    continue  # its inputs were counted down at its first visit
+                first_visits.add(op)
             for t_in in op._inputs:
-                pending[t_in._op] -= 1
-                if pending[t_in._op] == 0 and t_in._op in between:
-                    queue.append(t_in._op)
+                source = t_in._op
+                pending[source] -= 1
+                if source not in between:
+                    continue
+                if pending[source] == 0 and (source not in first_visits or exits_pending[source] == 0):
+                    queue.append(source)
+                elif op._type == "Exit" and while_grad.is_loop_switch(source):
+                    exits_pending[source] -= 1
+                    if exits_pending[source] == 0:  # its Exit's gradient is in: the first of its two visits
+                        queue.append(source)
         return [_result(grads, x, unconnected) for x in xs]
+
+
+def _unused_loop_exits(between: set) -> list:
+    """The Exits of loop variables the ys do not read whose loop Switch is on the path anyway (the variable feeds
+    others in the body): their gradient is zero, but TF starts it, so the variable's backward merge exists."""
+    found = []
+    for op in between:
+        if while_grad.is_loop_switch(op):
+            for consumer in op._outputs[0].consumers():
+                if consumer._type == "Exit" and consumer not in between and _is_differentiable(consumer._outputs[0]):
+                    found.append(consumer)
+    return sorted(found, key=lambda op: op._id)
 
 
 def _op_input_grads(op: Operation, out_grads: list, differentiate: bool, gate: bool) -> list:
@@ -245,8 +281,9 @@ def _op_input_grads(op: Operation, out_grads: list, differentiate: bool, gate: b
     grad_fn = get_gradient_function(op)
     if grad_fn is None:
         return [None] * len(op._inputs)
+    fill = not while_grad.is_loop_switch(op)  # a loop Switch tells its two visits apart by the missing gradient
     for i, g in enumerate(out_grads):
-        if g is None and _is_differentiable(op._outputs[i]):
+        if g is None and fill and _is_differentiable(op._outputs[i]):
             out_grads[i] = array_ops.zeros_like(op._outputs[i])
     with name_scope(op.name + "_grad"), op._graph._original_op(op):
         in_grads = _as_list(grad_fn(op, *out_grads))

@@ -1,5 +1,5 @@
-"""What a Graph keeps while it is being built: the device, colocation and control-dependency stacks, and the
-per-thread name scope. TF shares the stacks between threads until `Graph.switch_to_thread_local()`."""
+"""What a Graph keeps while it is being built: the device, colocation and control-dependency stacks, the control-flow
+context, and the per-thread name scope. TF shares the stacks between threads until `Graph.switch_to_thread_local()`."""
 from __future__ import annotations
 
 import threading
@@ -60,12 +60,14 @@ class BuildStacks:
     """The device, colocation and control-dependency stacks: one set per graph, or per thread after
     `Graph.switch_to_thread_local()` (TF's default shares them between threads)."""
 
-    __slots__ = ("device_stack", "colocation_stack", "control_stack")
+    __slots__ = ("device_stack", "colocation_stack", "control_stack", "control_flow_context")
 
     def __init__(self, source: "BuildStacks | None" = None):
         self.device_stack: list[DeviceEntry] = list(source.device_stack) if source else []
         self.colocation_stack: list[Operation] = list(source.colocation_stack) if source else []
         self.control_stack: list[ControlDependencies] = list(source.control_stack) if source else []
+        # the cond branch or while body being built (ops/control_flow_contexts.py); None outside control flow
+        self.control_flow_context = source.control_flow_context if source else None
 
 
 class ThreadState(threading.local):

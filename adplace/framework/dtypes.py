@@ -135,6 +135,7 @@ bfloat16 = _define("bfloat16", None if _ml_dtypes is None else _ml_dtypes.bfloat
 uint16 = _define("uint16", np.uint16, 17)
 complex128 = _define("complex128", np.complex128, 18)
 float16 = _define("float16", np.float16, 19)
+resource = _define("resource", object, 20)  # a handle to per-run state (a TensorArray): never a numeric value
 uint32 = _define("uint32", np.uint32, 22)
 uint64 = _define("uint64", np.uint64, 23)
 half, double = float16, float64

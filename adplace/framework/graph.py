@@ -77,6 +77,13 @@ class Graph:
             state.stacks = BuildStacks(self._shared_stacks)
         return state.stacks
 
+    def _get_control_flow_context(self):
+        """The cond branch or while body being built (TF's private Graph API); None outside control flow."""
+        return self._stacks.control_flow_context
+
+    def _set_control_flow_context(self, context) -> None:
+        self._stacks.control_flow_context = context
+
     def switch_to_thread_local(self) -> None:
         """Make the device, colocation and control-dependency stacks thread-local (TF's
         Graph.switch_to_thread_local): each thread starts from the stacks as they were at the switch and
@@ -128,6 +135,9 @@ class Graph:
         if isinstance(name, bytes):  # TF accepts bytes names and stores text (op.name is always str)
             name = name.decode()
         checks = (output_dtypes, input_types)
+        context = self._stacks.control_flow_context
+        if context is not None:  # values from outside a cond branch or loop body come in through Switch/Enter ops
+            inputs = context.enter_inputs(inputs)
         with self._lock:
             claimed: list = []  # name-counter entries to give back if the op is not built
             try:
@@ -148,6 +158,8 @@ class Graph:
                 controller.seen_ids.add(id(op))
             self._ops_by_name[op._name] = op
             self._ops.append(op)  # last: placement in other threads reads the op list without the lock
+        if context is not None:
+            context.added(op)
         return op
 
     def _new_op(self, op_type: str, op_def, inputs: tuple, attrs: dict, name: str | None, claimed: list,
@@ -174,6 +186,7 @@ class Graph:
         stacks = self._stacks
         control_inputs = self._control_inputs_for(inputs, stacks) if stacks.control_stack else []
         op = Operation(self, op_type, name, inputs, attrs, control_inputs, output_specs, op_def)
+        op._control_flow_context = stacks.control_flow_context
         override = self._state.gradient_override_map.get(op_type)
         if override is not None:
             op._attrs = {**op._attrs, "_gradient_op_type": override}

@@ -1,6 +1,7 @@
 """tf.import_graph_def: a GraphDef's nodes become ops of the default graph, all or nothing.
 
-Nodes may come in any order (they are sorted by their data and control inputs; a cycle is an error); each is built
+Nodes may come in any order (they are sorted by their data and control inputs; a cycle is an error, but for a while
+loop's NextIteration -> Merge edges, set once both ends exist); each is built
 through the graph's own op-creation path, so adplace's shape and dtype inference runs on it, with attrs turned back
 into adplace's values (graph_io.import_attrs). Names get a prefix ("import" by default; a name an op of the graph
 already has becomes name_1, ... as in TF), devices and `_class` colocation are kept. If anything fails, the graph is left exactly as it was: no ops, no names, no name scopes.
@@ -85,6 +86,8 @@ def _sorted_nodes(graph_def, input_map: dict) -> list:
                     continue
             if source not in nodes:
                 raise ValueError(f"Node '{node.name}': Unknown input node '{text}'")
+            if _is_back_edge(node, nodes[source]):
+                continue
             waiting[node.name] += 1
             readers[source].append(node.name)
     # a key no node reads may still name a node of graph_def (its output index is checked once the op is built)
@@ -105,6 +108,11 @@ def _sorted_nodes(graph_def, input_map: dict) -> list:
     if len(order) != len(nodes):
         raise ValueError(f"{len(nodes) - len(order)} nodes in a cycle")
     return order
+
+
+def _is_back_edge(node, source) -> bool:
+    """A while loop's NextIteration -> Merge edge: the one cycle TF graphs have; the Merge is built first."""
+    return node.op == "Merge" and source.op == "NextIteration"
 
 
 def _slice_spec(node, nodes: dict) -> tuple:
@@ -194,8 +202,11 @@ def _build(graph, order: list, nodes: dict, input_map: dict, name: str | None) -
     with graph.name_scope(None):  # imported names are the prefix plus the node's name, whatever scope is open
         created: dict = {}
         renamed = _unique_names(graph, order, scope)
+        back_edges: list = []  # (Merge op, input index, NextIteration node name, output index)
         for node in order:
-            created[node.name] = _build_node(graph, node, nodes, created, input_map, scope, renamed)
+            created[node.name] = _build_node(graph, node, nodes, created, input_map, scope, renamed, back_edges)
+        for op, at, source, index in back_edges:
+            op._update_input(at, created[source]._outputs[index])
     return created
 
 
@@ -224,8 +235,9 @@ def _unique_names(graph, order: list, scope: str) -> dict:
     return renamed
 
 
-def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope: str, renamed: dict) -> Operation:
-    data, control = [], []
+def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope: str, renamed: dict,
+                back_edges: list) -> Operation:
+    data, control, later = [], [], []
     for text in node.input:
         source, index = _split_input(text)
         key = "^" + source if index < 0 else f"{source}:{index}"
@@ -234,12 +246,20 @@ def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope:
             control.append(mapped._op if isinstance(mapped, Tensor) else mapped)
         elif key in input_map:
             data.append(input_map[key])
+        elif source not in created and _is_back_edge(node, nodes[source]):
+            later.append((len(data), source, index))
+            data.append(None)  # built with another input in its place (TF's while_loop does the same)
         else:
             outputs = created[source]._outputs
             if index >= len(outputs):
                 raise ValueError(f"Node '{node.name}': Connecting to invalid output {index} of source node "
                                  f"{source} which has {len(outputs)} outputs.")
             data.append(outputs[index])
+    if later:
+        stand_in = next((t for t in data if t is not None), None)
+        if stand_in is None:
+            raise ValueError(f"Node '{node.name}' (Merge) has no input from outside its loop")
+        data = [stand_in if t is None else t for t in data]
     try:
         attrs = graph_io.import_attrs(node)
         if node.op in graph_io.SLICE_OPS:
@@ -250,6 +270,7 @@ def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope:
                                        compute_device=not node.device)
     except (TypeError, ValueError, KeyError) as e:
         raise ValueError(f"Node '{node.name}' ({node.op}) cannot be imported: {e}") from e
+    back_edges.extend((op, at, source, index) for at, source, index in later)
     if node.device:
         op._set_device(node.device)
     if control:

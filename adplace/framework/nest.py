@@ -1,4 +1,4 @@
-"""TF's nest.flatten for the structures graph-mode APIs take: lists and tuples in order, dicts by sorted key."""
+"""TF's nest for the structures graph-mode APIs take: lists and tuples in order, dicts by sorted key."""
 from __future__ import annotations
 
 
@@ -12,3 +12,67 @@ def flatten(structure) -> list:
     if isinstance(structure, dict):
         return [leaf for key in sorted(structure) for leaf in flatten(structure[key])]
     return [structure]
+
+
+def _is_namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
+
+
+def _children(structure) -> list:
+    if isinstance(structure, dict):
+        return [structure[key] for key in sorted(structure)]
+    return list(structure)
+
+
+def is_sequence(value) -> bool:
+    return isinstance(value, (list, tuple, dict))
+
+
+def pack_sequence_as(structure, flat_sequence):
+    """`flat_sequence`'s items in the shape of `structure` (flatten's inverse; namedtuples and dicts kept).
+
+        pack_sequence_as((a, [b, {"x": c}]), [1, 2, 3])    # (1, [2, {"x": 3}])
+    """
+    flat = list(flat_sequence)
+    if len(flat) != len(flatten(structure)):
+        raise ValueError(f"Could not pack sequence. Structure had {len(flatten(structure))} elements, but "
+                         f"flat_sequence had {len(flat)} elements.")
+    packed, rest = _pack(structure, flat)
+    return packed
+
+
+def _pack(structure, flat: list):
+    if not is_sequence(structure):
+        return flat[0], flat[1:]
+    items = []
+    for child in _children(structure):
+        item, flat = _pack(child, flat)
+        items.append(item)
+    if isinstance(structure, dict):
+        return type(structure)(zip(sorted(structure), items)), flat
+    if _is_namedtuple(structure):
+        return type(structure)(*items), flat
+    return type(structure)(items), flat
+
+
+def _shape_of(structure):
+    """The nesting of `structure` with every leaf replaced by None, for comparing structures."""
+    if not is_sequence(structure):
+        return None
+    kind = "dict" if isinstance(structure, dict) else "sequence"
+    keys = tuple(sorted(structure)) if isinstance(structure, dict) else len(structure)
+    return (kind, keys, tuple(_shape_of(c) for c in _children(structure)))
+
+
+def assert_same_structure(first, second) -> None:
+    """ValueError, with TF's wording, unless both have the same nesting (leaf values may differ)."""
+    if _shape_of(first) != _shape_of(second):
+        raise ValueError(f"The two structures don't have the same nested structure.\n\nFirst structure: {first!r}"
+                         f"\n\nSecond structure: {second!r}")
+
+
+def map_structure(fn, *structures):
+    """`fn` applied to the leaves of `structures` (same nesting), packed like the first."""
+    for other in structures[1:]:
+        assert_same_structure(structures[0], other)
+    return pack_sequence_as(structures[0], [fn(*leaves) for leaves in zip(*map(flatten, structures))])

@@ -140,7 +140,7 @@ class Operation:
 
     __slots__ = ("_graph", "_name", "_type", "_inputs", "_control_inputs", "_outputs", "_attrs", "_device",
                  "_device_text", "_id", "_colocation", "_consumers", "_control_outputs", "_op_def", "_original_op",
-                 "__weakref__")
+                 "_control_flow_context", "__weakref__")
 
     def __init__(self, graph: Graph, op_type: str, name: str, inputs: tuple, attrs: dict, control_inputs: list,
                  output_specs: list, op_def):
@@ -149,6 +149,7 @@ class Operation:
         self._device = self._device_text = ""
         self._colocation = ()
         self._original_op = graph._state.original_op  # set while a gradient function builds this op
+        self._control_flow_context = None  # the cond branch or while body it was built in (set by the graph)
         self._consumers: list[Operation] = []
         self._control_outputs: list[Operation] = []
         seen = {id(t._op) for t in inputs}
@@ -218,6 +219,24 @@ class Operation:
             for c in self._control_inputs:
                 c._control_outputs[:] = [o for o in c._control_outputs if o is not self]
             self._control_inputs = []
+
+    def _get_control_flow_context(self):
+        """The cond branch or while body this op was built in (TF's private accessor); None at top level."""
+        return self._control_flow_context
+
+    def _update_input(self, index: int, tensor: "Tensor") -> None:
+        """Replace input `index` (TF's private Operation._update_input): a while loop's Merge gets its NextIteration
+        input once the body is built. Same dtype only; consumers lists follow."""
+        old = self._inputs[index]
+        if tensor._dtype != old._dtype:
+            raise TypeError(f"Cannot update input {index} of {self._name}: {tensor._dtype.name} is not "
+                            f"{old._dtype.name}")
+        with self._graph._lock:
+            self._inputs = self._inputs[:index] + (tensor,) + self._inputs[index + 1:]
+            if not any(t._op is old._op for t in self._inputs) and self in old._op._consumers:
+                old._op._consumers.remove(self)
+            if self not in tensor._op._consumers:
+                tensor._op._consumers.append(self)
 
     def _set_device(self, device) -> None:
         """Request `device`. `op.device` keeps the text as given (TF stores a device function's "/gpu:0"

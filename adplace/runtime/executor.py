@@ -17,6 +17,7 @@ import numpy as np
 from adplace.framework import errors
 from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.kernels.cpu import unfed_placeholder_error
+from adplace.runtime import control_flow as _control_flow
 from adplace.runtime import fusion as _fusion
 
 CODEGEN_MAX_STEPS = 20000  # larger plans stay interpreted: compiling a million-line function costs seconds
@@ -53,6 +54,10 @@ def _fetch_value(value):
 
 def _fetch_copy(value):
     return _fetch_value(np.array(value, copy=True))
+
+
+def _fetch_raw(value):
+    return value
 
 
 _NOTHING = ()
@@ -118,6 +123,9 @@ class Plan:
         self.parallel_run = None       # the threaded runner, when mode is "parallel"
         self.prediction = None         # (measured sequential ns, predicted parallel ns) when the cost model ran
         self.runs = 0
+        self.raw_fetches = False       # a loop body's sub-plan: fetched values are returned as they are
+        self.dead_fetches: dict = {}   # fetch index -> tensor name, for fetches a cond may leave dead
+        self.has_loops = False         # a step runs a while loop (the plan then runs in turn, checking deadlines)
         self._code = None
         self._first_line = 0
         self.fn: Callable = _NOTHING          # what Session.run calls: `sequential`, or a parallel/limited wrapper
@@ -146,9 +154,21 @@ class Plan:
             self.fn = self.sequential = self._compile()
 
     def _fetch_expr(self, i: int, slot: int) -> str:
-        if i in self.fetch_via:
+        if self.raw_fetches and i not in self.dead_fetches:
+            return f"v{slot}"
+        if i in self.fetch_via or i in self.dead_fetches:
             return f"f{i}(v{slot})"
         return f"{'_fetch_copy' if self.fetch_copies[i] else '_fetch_value'}(v{slot})"
+
+    def _converter(self, i: int) -> Callable:
+        """How fetch `i` leaves the run: downloaded from a GPU, copied, unwrapped from 0-d, or as it is (a loop
+        body's sub-plan); checked for a dead value when a cond may leave it dead."""
+        if self.raw_fetches:
+            convert = _fetch_raw
+        else:
+            convert = self.fetch_via.get(i) or (_fetch_copy if self.fetch_copies[i] else _fetch_value)
+        name = self.dead_fetches.get(i)
+        return convert if name is None else _control_flow.live_fetch(convert, name)
 
     def _compile(self) -> Callable:
         """Straight-line code: one line per step (so a traceback line names the step), values in locals."""
@@ -156,7 +176,7 @@ class Plan:
         if self.feed_slots:
             lines.append(f"    {', '.join(f'v{s}' for s in self.feed_slots)}, = feeds")
         namespace = {"_fetch_value": _fetch_value, "_fetch_copy": _fetch_copy,
-                     **{f"f{i}": convert for i, convert in self.fetch_via.items()}}
+                     **{f"f{i}": self._converter(i) for i in (*self.fetch_via, *self.dead_fetches)}}
         self._first_line = len(lines) + 1
         for i, (kernel, ins, outs, frees) in enumerate(zip(self.kernels, self.ins, self.outs, self.frees)):
             namespace[f"k{i}"] = kernel
@@ -185,8 +205,7 @@ class Plan:
 
     def fetch_converters(self) -> tuple:
         """(slot, convert) per fetched tensor: how a run turns its slots into fetched values."""
-        return tuple((slot, self.fetch_via.get(i) or (_fetch_copy if copy else _fetch_value))
-                     for i, (slot, copy) in enumerate(zip(self.fetch_slots, self.fetch_copies)))
+        return tuple((slot, self._converter(i)) for i, slot in enumerate(self.fetch_slots))
 
     def _interpreter(self) -> Callable:
         """A loop over the steps, for plans too large (or too new) to be worth compiling."""
@@ -224,6 +243,15 @@ class Plan:
         `records` gets (step, start ns, end ns, thread id, kernel result) per step. Once a step ends past the
         deadline no further step starts and DeadlineExceededError names that step's op.
         """
+        if self.has_loops:  # a loop step checks the deadline after each iteration
+            _control_flow.set_deadline(deadline)
+            try:
+                return self._run_checked(feeds, deadline, records)
+            finally:
+                _control_flow.set_deadline(None)
+        return self._run_checked(feeds, deadline, records)
+
+    def _run_checked(self, feeds, deadline: Deadline | None, records: list | None) -> list:
         slots = [None] * self.n_slots
         for slot, value in zip(self.feed_slots, feeds):
             slots[slot] = value
@@ -254,7 +282,7 @@ class Plan:
                 return self.step(index) if 0 <= index < len(self.kernels) else None
             if frame.f_code.co_name == "run" and frame.f_locals.get("program", (None,))[0] is self.kernels:
                 return self.step(frame.f_locals["index"])
-            if frame.f_code.co_name in ("run_checked", "chain") and frame.f_locals.get("index") is not None and \
+            if frame.f_code.co_name in ("_run_checked", "chain") and frame.f_locals.get("index") is not None and \
                     (frame.f_locals.get("self") is self or frame.f_locals.get("kernels") is self.kernels):
                 return self.step(frame.f_locals["index"])
             tb = tb.tb_next
@@ -262,11 +290,12 @@ class Plan:
 
 
 def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list,
-                 done_op_ids: frozenset | set = frozenset()) -> Plan:
+                 done_op_ids: frozenset | set = frozenset(), frame: tuple = ()) -> Plan:
     """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed.
 
     `done_op_ids`: ops that must not run again (a partial run's earlier steps); every output of theirs that the plan
-    reads by value must be among `feed_tensors`.
+    reads by value must be among `feed_tensors`. `frame`: a loop body's sub-plan (runtime/control_flow.py), whose
+    feeds are already on their devices and whose fetches are returned as they are.
     """
     fed = set(feed_tensors)  # Tensors hash by identity: they key dicts and sets without id() calls
     ops = graph._ops[:len(placement.device_by_op_id)]  # the placed ops: others may be added by other threads now
@@ -284,6 +313,12 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     kernel_for = ctx.kernel
     built = ctx.kernels_sized(len(ops))  # op id -> kernel already built in this session (None when not yet)
     fetched = {e for e in fetch_elements if hasattr(e, "_value_index")}
+    loops = _control_flow.LoopIndex(order, frame, fed) if frame or any(op._type in _control_flow.ENTERS
+                                                                       for op in order) else None
+    if loops is not None:
+        order = loops.order
+    dead: set | None = set() if any(op._type in _control_flow.SWITCHES for op in order) else None
+    token_slot: dict = {}  # op id -> the slot telling whether it ran (output 0, or a slot of its own)
 
     def add_step(kernel, in_slots, out_slots, op, device) -> None:
         kernels.append(kernel)
@@ -292,70 +327,151 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
         step_ops.append(op)
         step_devices.append(device)
 
-    for t, slot in fed_slot.items():
-        if where[slot].is_cuda:  # a fed value is a host array: upload it once for the device's consumers
-            consumed_slot[t] = len(where)
-            add_step(ctx.transfer_kernel(None, where[slot]), slot, len(where), t._op, where[slot])
-            where.append(where[slot])
+    def slot_for(t, device) -> int:
+        """The slot holding `t`'s value on `device`: a variable read, a fed value or an output, copied if needed."""
+        if fed and t in fed_slot:
+            slot = consumed_slot[t]
+        elif t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
+            var_op = ref_variable(t)  # the VariableV2 itself, or the variable an Assign's output refers to
+            var_device = device_of[var_op._id]
+            add_step(kernel_for(var_op, var_device), (), len(where), var_op, var_device)
+            where.append(var_device)
+            slot = len(where) - 1
+        else:
+            slot = first_slot[t._op._id] + t._value_index
+        if where[slot] is not device:
+            key = (slot, device)
+            if key not in copies:
+                copies[key] = len(where)
+                transfer_at[len(kernels)] = Transfer(t.name, where[slot].name, device.name)
+                transfer = ctx.transfer_kernel(where[slot], device)
+                if dead is not None and slot in dead:
+                    transfer = _control_flow.dead_aware(transfer, 1, 1, False)
+                    dead.add(len(where))
+                add_step(transfer, slot, len(where), t._op, device)
+                where.append(device)
+            slot = copies[key]
+        return slot
+
+    if frame == ():
+        for t, slot in fed_slot.items():
+            if where[slot].is_cuda:  # a fed value is a host array: upload it once for the device's consumers
+                consumed_slot[t] = len(where)
+                add_step(ctx.transfer_kernel(None, where[slot]), slot, len(where), t._op, where[slot])
+                where.append(where[slot])
 
     for op in order:
+        if loops is not None and op._id in loops.member:
+            loop = loops.complete_at(op)
+            if loop is not None:
+                _add_loop_step(loop, slot_for, add_step, first_slot, where, dead, graph, placement, ctx)
+            continue
         device = device_of[op._id]
         ref_inputs = op._op_def.ref_inputs
         inputs = op._inputs
         if ref_inputs:
             inputs = [t for k, t in enumerate(inputs) if k not in ref_inputs]
             has_writes = has_writes or op._op_def.is_stateful
-        in_slots = []
-        for t in inputs:
-            if fed and t in fed_slot:
-                slot = consumed_slot[t]
-            elif t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
-                var_op = ref_variable(t)  # the VariableV2 itself, or the variable an Assign's output refers to
-                var_device = device_of[var_op._id]
-                add_step(kernel_for(var_op, var_device), (), len(where), var_op, var_device)
-                where.append(var_device)
-                slot = len(where) - 1
-            else:
-                slot = first_slot[t._op._id] + t._value_index
-            if where[slot] is not device:
-                key = (slot, device)
-                if key not in copies:
-                    copies[key] = len(where)
-                    transfer_at[len(kernels)] = Transfer(t.name, where[slot].name, device.name)
-                    add_step(ctx.transfer_kernel(where[slot], device), slot, len(where), op, device)
-                    where.append(device)
-                slot = copies[key]
-            in_slots.append(slot)
+        in_slots = [slot_for(t, device) for t in inputs]
         n_out = len(op._outputs)
         first_slot[op._id] = len(where)
         if is_variable_op(op) and op._outputs[0] not in fetched:
             where.append(device)  # a variable run as a target (tf.group(v.op)) outputs a reference: nothing runs
             continue
-        kernels.append(built[op._id] or kernel_for(op, device))  # the common step, without a helper call
+        kernel = built[op._id] or kernel_for(op, device)
+        if dead is not None:
+            liveness = _liveness_slots(op, ref_inputs, first_slot, token_slot, dead)
+            if liveness or op._type in _control_flow.MERGES or any(s in dead for s in in_slots):
+                kernel = _control_flow.dead_aware(kernel, len(in_slots), n_out, op._type in _control_flow.MERGES)
+                in_slots += liveness
+                dead.update(range(len(where), len(where) + max(n_out, 1)))
+                if n_out == 0:  # an op without outputs gets a slot for whether it ran
+                    token_slot[op._id] = len(where)
+                    first_slot[op._id] = -1
+                    n_out = 1
+                    where.append(device)
+                    add_step(kernel, tuple(in_slots), len(where) - 1, op, device)
+                    continue
+            elif op._type in _control_flow.SWITCHES:
+                dead.update(range(len(where), len(where) + n_out))
+            if n_out:
+                token_slot[op._id] = len(where)
+        kernels.append(kernel)  # the common step, without a helper call
         ins.append(in_slots[0] if len(in_slots) == 1 else tuple(in_slots))
         outs.append(len(where) if n_out == 1 else tuple(range(len(where), len(where) + n_out)))
         step_ops.append(op)
         step_devices.append(device)
         where.extend([device] * n_out)
 
-    fetch_slots, fetch_copies = [], []
+    fetch_slots, fetch_copies, dead_fetches = [], [], {}
     for element in fetch_elements:
         if hasattr(element, "_value_index"):
             is_fed = element in fed_slot
-            fetch_slots.append(fed_slot[element] if is_fed else first_slot[element._op._id] + element._value_index)
+            slot = fed_slot[element] if is_fed else first_slot[element._op._id] + element._value_index
+            if dead is not None and slot in dead:
+                dead_fetches[len(fetch_slots)] = element.name
+            fetch_slots.append(slot)
             fetch_copies.append(not is_fed and element._op._op_def.is_view)
     fused: dict = {}
-    if ctx.fuse_elementwise and ctx.cuda_states:
+    if ctx.fuse_elementwise and ctx.cuda_states and dead is None:
         transfer_at, fused = _fusion.fuse((kernels, ins, outs, step_ops, step_devices), transfer_at,
                                           set(fetch_slots), ctx)
     plan = Plan(kernels, ins, outs, step_ops, step_devices, transfer_at, len(where), feed_slots, fetch_slots,
                 fetch_copies, has_writes)
     plan.fused = fused
     plan.feed_tensors = feed_tensors
-    plan.fetch_via = {i: ctx.fetch_converter(where[slot], fetch_copies[i]) for i, slot in enumerate(fetch_slots)
-                      if where[slot].is_cuda}
+    plan.raw_fetches = frame != ()
+    plan.dead_fetches = dead_fetches
+    plan.has_loops = loops is not None and loops.count > 0
+    plan.fetch_via = {} if plan.raw_fetches else {
+        i: ctx.fetch_converter(where[slot], fetch_copies[i]) for i, slot in enumerate(fetch_slots)
+        if where[slot].is_cuda}
     _schedule_frees(plan, set(fetch_slots))
     return plan.finish()
+
+
+def _liveness_slots(op, ref_inputs, first_slot: list, token_slot: dict, dead: set) -> list:
+    """The slots whose deadness `op` inherits beyond its value inputs: the references it takes (a RefSwitch output)
+    and the ops it waits on (control inputs)."""
+    extra = []
+    for k in ref_inputs:
+        if k < len(op._inputs):
+            t = op._inputs[k]
+            start = first_slot[t._op._id]
+            if start >= 0 and start + t._value_index in dead:
+                extra.append(start + t._value_index)
+    for c in op._control_inputs:
+        slot = token_slot.get(c._id)
+        if slot is not None and slot in dead:
+            extra.append(slot)
+    return extra
+
+
+def _add_loop_step(loop, slot_for, add_step, first_slot: list, where: list, dead, graph, placement, ctx) -> None:
+    """One step running a while loop's frame (runtime/control_flow.py), reading the values entering it."""
+    device_of = placement.device_by_op_id
+
+    def compile_sub(fetches, feeds, frame):
+        return compile_plan(graph, placement, ctx, fetches, feeds, frame=frame)
+
+    def mover(src, dst):
+        a, b = device_of[src._id], device_of[dst._id]
+        return None if a is b else ctx.transfer_kernel(a, b)
+
+    kernel = _control_flow.loop_kernel(loop, compile_sub, mover, deadline_exceeded)
+    entering = loop.var_enters + loop.const_enters
+    in_slots = tuple(slot_for(e._inputs[0], device_of[e._id]) for e in entering)
+    n_out = len(loop.exits)
+    if dead is not None and any(s in dead for s in in_slots):
+        kernel = _control_flow.dead_aware(kernel, len(in_slots), n_out, False)
+        dead.update(range(len(where), len(where) + n_out))
+    for exit_op in loop.exits:
+        first_slot[exit_op._id] = len(where)
+        where.append(device_of[exit_op._id])
+    first = len(where) - n_out
+    add_step(kernel, in_slots[0] if len(in_slots) == 1 else in_slots,
+             first if n_out == 1 else tuple(range(first, first + n_out)), loop.loop_cond,
+             device_of[loop.loop_cond._id])
 
 
 def needed_ops(fetch_elements: list, fed: set, ops: list, done_op_ids: frozenset | set = frozenset()) -> list:
@@ -391,8 +507,8 @@ def needed_ops(fetch_elements: list, fed: set, ops: list, done_op_ids: frozenset
                     stack.append(t._op)
             elif not needed[t._op._id] and t not in fed:
                 stack.append(t._op)
-        for c in op._control_inputs:  # a fed Placeholder's control edges come from its fed value (TF's FeedInputs)
-            if not needed[c._id] and not (c._type == "Placeholder" and c._outputs[0] in fed):
+        for c in op._control_inputs:  # a fed op's control edges come from its fed value (TF's FeedInputs)
+            if not needed[c._id] and not (c._outputs and c._outputs[0] in fed):
                 stack.append(c)
         if reads_ref and not op._op_def.is_stateful:
             reads.append(op)

@@ -53,7 +53,7 @@ class StepRunner:
         it holds several kernels that may wait on each other (py_funcs: run in turn, one could wait forever)."""
         plan.mode, plan.parallel_run = "sequential", None
         may_wait = sum(op.type in parallel.BLOCKING_OPS for op in plan.ops) > 1
-        if self.inter_threads > 1 and (self.explicit or may_wait) and len(plan.kernels) > 1:
+        if self.inter_threads > 1 and (self.explicit or may_wait) and len(plan.kernels) > 1 and not plan.has_loops:
             schedule = parallel.Schedule(plan)
             if schedule.can_overlap:
                 self._go_parallel(plan, schedule)
@@ -66,7 +66,7 @@ class StepRunner:
             return
         plan.tier_up()
         self._install(plan)
-        if self.inter_threads > 1 and not self.explicit and len(plan.kernels) > 1:
+        if self.inter_threads > 1 and not self.explicit and len(plan.kernels) > 1 and not plan.has_loops:
             plan.fn = self._calibrating(plan)
 
     def run_observed(self, plan: Plan, feeds, deadline: Deadline | None, records: list | None) -> list:

@@ -1,0 +1,67 @@
+"""Gradients of TF1's control-flow primitives (TF's control_flow_grad.py).
+
+In a cond, the gradient of a Merge switches the incoming gradient on the cond's predicate (each branch gets it only
+when it was taken: on the other side it is dead), and the gradient of a Switch merges its branches' gradients (the
+live one wins; a branch without a gradient gets zeros switched the same way, made by tf.gradients). While-loop
+gradients build a backward loop (adplace/ops/while_grad.py).
+"""
+from __future__ import annotations
+
+from adplace.framework.registry import RegisterGradient
+from adplace.ops import math_ops
+from adplace.ops.control_flow_contexts import CondContext, WhileContext, merge, output_context, switch
+
+
+def _loop_of(op):
+    context = op._control_flow_context
+    return context if isinstance(context, WhileContext) else None
+
+
+@RegisterGradient("Switch")
+def _switch_grad(op, false_grad, true_grad):
+    loop = _loop_of(op)
+    if loop is not None and op._inputs[1]._op._type == "LoopCond":
+        from adplace.ops import while_grad  # noqa: PLC0415 - the backward-loop machinery, built on this module
+        return while_grad.loop_switch_grad(op, false_grad, true_grad)
+    return merge([false_grad, true_grad], name="cond_grad")[0], None
+
+
+@RegisterGradient("RefSwitch")
+def _ref_switch_grad(op, false_grad, true_grad):
+    return _switch_grad(op, false_grad, true_grad)
+
+
+@RegisterGradient("Merge")
+def _merge_grad(op, grad, _):
+    input_op = op._inputs[0]._op
+    context = output_context(input_op)
+    if isinstance(context, WhileContext) and input_op._type == "Enter" and \
+            input_op._control_flow_context is context:
+        from adplace.ops import while_grad  # noqa: PLC0415
+        return while_grad.loop_merge_grad(op, grad)
+    if isinstance(context, CondContext) and len(op._inputs) == 2:
+        return switch(grad, context.pred, name="cond_grad")
+    # no context (an imported graph): input i gets the gradient when it was the live one
+    return [switch(grad, math_ops.equal(op._outputs[1], i))[1] for i in range(len(op._inputs))]
+
+
+@RegisterGradient("LoopCond")
+def _loop_cond_grad(op, _):
+    return [None]
+
+
+@RegisterGradient("NextIteration")
+def _next_iteration_grad(op, grad):
+    return [grad]
+
+
+@RegisterGradient("Enter")
+def _enter_grad(op, grad):
+    from adplace.ops import while_grad  # noqa: PLC0415
+    return [while_grad.enter_grad(op, grad)]
+
+
+@RegisterGradient("Exit")
+def _exit_grad(op, grad):
+    from adplace.ops import while_grad  # noqa: PLC0415
+    return [while_grad.exit_grad(op, grad)]

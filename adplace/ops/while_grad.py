@@ -1,0 +1,267 @@
+"""The gradient of a while loop, as TF 1.x builds it: a backward loop over the forward loop's iterations.
+
+For each forward loop the gradient meets, `tf.gradients` gets a `GradLoopState`:
+- the forward loop gains an iteration counter (`f_count`), and the backward loop counts it down (`b_count`);
+- each loop variable's gradient enters the backward loop at its Exit (`b_exit`), is merged with the next
+  iteration's gradient (`b_switch`) and leaves at the loop variable's Enter;
+- a loop invariant's gradient is summed over the iterations (`b_acc`);
+- a forward value that a gradient op in the backward loop reads is pushed on a stack in every forward iteration and
+  popped, in reverse order, in the backward loop (StackV2/StackPushV2/StackPopV2); a loop invariant is entered as
+  it is.
+Nested loops nest the same way: an inner loop's backward loop runs in its outer loop's backward loop.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from adplace.framework import dtypes as _dtypes
+from adplace.framework.default_graph import control_dependencies
+from adplace.framework.operation import Operation, Tensor
+from adplace.ops import array_ops, math_ops, stack_ops
+from adplace.ops.constant_op import constant
+from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, switch
+
+_active = threading.local()  # .states: {forward WhileContext: GradLoopState} of the tf.gradients call being built
+
+
+class GradWhileContext(WhileContext):
+    """The backward loop of a forward loop: forward values come in through the state's stacks."""
+
+    def __init__(self, state: "GradLoopState", outer, frame_name: str):
+        forward = state.forward
+        graph = forward.graph
+        saved = graph._get_control_flow_context()
+        graph._set_control_flow_context(outer)
+        try:
+            super().__init__(graph, frame_name, forward.parallel_iterations, forward.back_prop, forward.swap_memory,
+                             None)
+        finally:
+            graph._set_control_flow_context(saved)
+        self.state = state
+
+    def value(self, t: Tensor) -> Tensor:
+        if self.contains(t._op):
+            return t
+        if self.state.forward.contains(t._op):
+            return self.state.real_value(t)
+        return super().value(t)
+
+
+class GradLoopState:
+    """What the gradient of one forward loop needs: its backward loop and the forward values it reads."""
+
+    def __init__(self, forward: WhileContext, outer_grad):
+        self.forward, self.switch_map, self.history = forward, {}, {}
+        total, self.forward_index = _add_forward_counter(forward)
+        forward.grad_loops = getattr(forward, "grad_loops", 0) + 1  # one backward loop per tf.gradients call
+        frame = forward.frame_name.replace("while_context", f"grad_{forward.grad_loops}/while_context")
+        self.grad = GradWhileContext(self, outer_grad, frame)
+        _add_backward_counter(self.grad, total)
+
+    def real_value(self, t: Tensor) -> Tensor:
+        """The backward loop's view of the forward value `t` in the matching iteration."""
+        got = self.history.get(t)
+        if got is not None:
+            return got
+        op = t._op
+        if op._type == "Enter" and op._attrs.get("is_constant"):  # a loop invariant: the same in every iteration
+            got = self.grad.value(op._inputs[0])
+        else:
+            got = self._pop(t)
+        self.history[t] = got
+        return got
+
+    def _pop(self, t: Tensor) -> Tensor:
+        forward, grad, graph = self.forward, self.grad, self.forward.graph
+        context = t._op._control_flow_context
+        while context is not forward:
+            if isinstance(context, CondContext):
+                raise NotImplementedError(f"The gradient of a tf.cond inside a tf.while_loop body needs {t.name}, a "
+                                          f"value computed in a branch: adplace does not build it yet")
+            context = context.outer
+        with _in_context(graph, forward.outer), control_dependencies(None), graph.colocate_with(None, True):
+            handle = stack_ops.stack(constant(-1, _dtypes.int32, name="f_acc/max_size"), t.dtype, name="f_acc")
+        with _in_context(graph, forward), control_dependencies(None):
+            push = stack_ops.stack_push(forward.value(handle), t, forward.swap_memory, name="f_acc_push")
+        self.forward_index.op._add_control_input(push.op)
+        with _in_context(graph, grad), control_dependencies(None):
+            pop = stack_ops.stack_pop(grad.value(handle), t.dtype, name="b_acc_pop")
+        pop.set_shape(t.shape)
+        return pop
+
+
+@contextlib.contextmanager
+def _in_context(graph, context):
+    saved = graph._get_control_flow_context()
+    graph._set_control_flow_context(context)
+    try:
+        yield
+    finally:
+        graph._set_control_flow_context(saved)
+
+
+def _add_forward_counter(forward: WhileContext) -> tuple:
+    """A new loop variable of the forward loop counting its iterations: (the count at exit, count + 1 in the body)."""
+    graph = forward.graph
+    with _in_context(graph, forward.outer), control_dependencies(None):
+        zero = constant(0, _dtypes.int32, name="f_count")
+    enter = forward.enter(zero, is_constant=False, name="f_count")
+    with _in_context(graph, forward), control_dependencies(None):
+        merge = builder("Merge", [enter, enter], {"T": _dtypes.int32, "N": 2}, "f_count")._outputs[0]
+        false, true = switch(merge, forward.loop_cond, name="f_count")
+        index = math_ops.add(true, 1)
+        next_iteration = builder("NextIteration", [index], {"T": _dtypes.int32}, "f_count")._outputs[0]
+        merge.op._update_input(1, next_iteration)
+    with _in_context(graph, forward.outer):
+        total = builder("Exit", [false], {"T": _dtypes.int32}, "f_count")._outputs[0]
+    return total, index
+
+
+def _add_backward_counter(grad: GradWhileContext, total: Tensor) -> None:
+    """The backward loop's counter, from the forward count down to 0; its LoopCond is the backward loop's."""
+    graph = grad.graph
+    enter = grad.enter(total, is_constant=False, name="b_count")
+    with _in_context(graph, grad), control_dependencies(None):
+        merge = builder("Merge", [enter, enter], {"T": _dtypes.int32, "N": 2}, "b_count")._outputs[0]
+        grad.pivot = merge
+        pred = math_ops.greater_equal(merge, 1)
+        grad.loop_cond = builder("LoopCond", [pred], {}, "b_count")._outputs[0]
+        grad.pivot = grad.loop_cond
+        false, true = switch(merge, grad.loop_cond, name="b_count")
+        index = math_ops.subtract(true, 1)
+        grad.pivot = index
+        next_iteration = builder("NextIteration", [index], {"T": _dtypes.int32}, "b_count")._outputs[0]
+        merge.op._update_input(1, next_iteration)
+    with _in_context(graph, grad.outer):
+        builder("Exit", [false], {"T": _dtypes.int32}, "b_count")
+
+
+# --- the calls tf.gradients makes ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def gradient_pass():
+    """Around one tf.gradients call: the backward loops it builds, closed up at its end."""
+    saved = getattr(_active, "states", None)
+    _active.states = {}
+    try:
+        yield
+        for state in _active.states.values():
+            _close_merges(state)
+    finally:
+        _active.states = saved
+
+
+def _close_merges(state: GradLoopState) -> None:
+    """A loop variable whose next-iteration gradient never came (the body does not depend on it) gets zeros."""
+    for merge_grad in state.switch_map.values():
+        if merge_grad.op._inputs[1]._op._type != "NextIteration":
+            with _in_context(state.forward.graph, state.grad), control_dependencies(None):
+                zeros = array_ops.zeros_like(merge_grad)
+                next_iteration = builder("NextIteration", [zeros], {"T": zeros.dtype.base_dtype}, "b_switch")
+            merge_grad.op._update_input(1, next_iteration._outputs[0])
+
+
+def _loop_of(op: Operation) -> WhileContext | None:
+    context = op._control_flow_context
+    while context is not None and not isinstance(context, WhileContext):
+        context = context.outer
+    return context
+
+
+def state_for(forward: WhileContext) -> GradLoopState:
+    states = getattr(_active, "states", None)
+    if states is None:
+        raise RuntimeError("while-loop gradients are built by tf.gradients")
+    state = states.get(forward)
+    if state is None:
+        outer = _loop_of_context(forward.outer)
+        outer_grad = None if outer is None else state_for(outer).grad
+        state = states[forward] = GradLoopState(forward, outer_grad)
+    return state
+
+
+def _loop_of_context(context):
+    while context is not None and not isinstance(context, WhileContext):
+        context = context.outer
+    return context
+
+
+def grad_context(op: Operation):
+    """The context an op's gradient is built in: the backward loop of the loop it is in (an Exit: of the loop it
+    leaves), or none."""
+    forward = _loop_of(op._inputs[0]._op) if op._type == "Exit" else _loop_of(op)
+    if forward is None or getattr(_active, "states", None) is None:
+        return contextlib.nullcontext()
+    if isinstance(forward, GradWhileContext):
+        raise NotImplementedError(f"The gradient of a gradient's while loop ({op.name}) is not built")
+    if not forward.back_prop:
+        return contextlib.nullcontext()
+    state = state_for(forward)
+    return _in_context(op._graph, state.grad.outer if op._type == "Exit" else state.grad)
+
+
+def exit_grad(op: Operation, grad):
+    """A loop variable's gradient at its Exit enters the backward loop."""
+    forward = _loop_of(op._inputs[0]._op)
+    if not forward.back_prop:
+        return None
+    if grad is None:
+        return None
+    state = state_for(forward)
+    return state.grad.enter(grad, is_constant=False, name="b_exit")
+
+
+def loop_switch_grad(op: Operation, false_grad, true_grad) -> tuple:
+    """A loop Switch, visited twice: from its Exit (start the gradient's merge) and from the body (close it)."""
+    state = state_for(_loop_of(op))
+    merge_grad = state.switch_map.get(op)
+    if merge_grad is not None:
+        if true_grad is not None:
+            next_iteration = builder("NextIteration", [true_grad], {"T": true_grad.dtype.base_dtype}, "b_switch")
+            merge_grad.op._update_input(1, next_iteration._outputs[0])
+        return None, None
+    if false_grad is None:
+        return None, None
+    merge_grad = builder("Merge", [false_grad, false_grad], {"T": false_grad.dtype.base_dtype, "N": 2},
+                         "b_switch")._outputs[0]
+    state.switch_map[op] = merge_grad
+    return merge_grad, None
+
+
+def loop_merge_grad(op: Operation, grad) -> list:
+    """A loop variable's Merge: the gradient leaves the backward loop (to the Enter) or goes round (to
+    NextIteration)."""
+    state = state_for(_loop_of(op))
+    false, true = switch(grad, state.grad.loop_cond)
+    return [false, true]
+
+
+def enter_grad(op: Operation, grad):
+    """At an Enter the gradient leaves the backward loop: a loop variable's directly, a loop invariant's summed over
+    the iterations."""
+    forward = op._control_flow_context
+    if grad is None or not isinstance(forward, WhileContext) or not forward.back_prop:
+        return grad
+    state = state_for(forward)
+    graph, context = op._graph, state.grad
+    if not op._attrs.get("is_constant"):
+        with _in_context(graph, context.outer):
+            return builder("Exit", [grad], {"T": grad.dtype.base_dtype}, "b_exit")._outputs[0]
+    if not isinstance(grad, Tensor):
+        raise NotImplementedError(f"A sparse gradient of the loop invariant {op._inputs[0].name} is not summed "
+                                  f"over iterations yet; densify it (tf.convert_to_tensor)")
+    with _in_context(graph, context.outer), control_dependencies(None):
+        start = array_ops.zeros_like(op._inputs[0], name="b_acc")
+    enter = context.enter(start, is_constant=False, name="b_acc")
+    with _in_context(graph, context), control_dependencies(None):
+        merge = builder("Merge", [enter, enter], {"T": grad.dtype.base_dtype, "N": 2}, "b_acc")._outputs[0]
+        false, true = switch(merge, context.loop_cond, name="b_acc")
+        total = math_ops.add(true, grad)
+        next_iteration = builder("NextIteration", [total], {"T": grad.dtype.base_dtype}, "b_acc")._outputs[0]
+        merge.op._update_input(1, next_iteration)
+    with _in_context(graph, context.outer):
+        return builder("Exit", [false], {"T": grad.dtype.base_dtype}, "b_acc")._outputs[0]
+
+
+def is_loop_switch(op: Operation) -> bool:
+    return op._type == "Switch" and op._inputs[1]._op._type == "LoopCond"
