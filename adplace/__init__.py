@@ -90,6 +90,7 @@ from adplace.ops.array_ops import (concat, expand_dims, fill, identity, invert_p
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa: A004
 from adplace.ops.control_flow_v1 import case, cond, switch_case, while_loop
+from adplace.ops.functional_ops import foldl, foldr, map_fn, scan
 from adplace.ops import control_flow_grad as _control_flow_grad  # noqa: F401 - Switch, Merge, ... gradients
 from adplace.ops import stack_ops as _stack_ops  # noqa: F401 - StackV2, ... (while-loop gradients)
 from adplace.ops.init_ops import (constant_initializer, glorot_normal_initializer, glorot_uniform_initializer,

@@ -197,7 +197,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
         raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}") from None
 
     with name_scope(name, "gradients", ys + xs + [g for g in grad_ys if isinstance(g, Tensor)]), \
-            while_grad.gradient_pass():
+            while_grad.gradient_pass(get_default_graph()):
         grad_ys = _default_grad_ys(ys, grad_ys, colocate_gradients_with_ops)
         to_ops, from_ops = [y.op for y in ys], [x.op for x in xs]
         between = _between_ops(to_ops, from_ops)

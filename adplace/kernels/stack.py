@@ -42,10 +42,3 @@ def _pop(op, ctx):
             raise OutOfRangeError(None, op, f"Stack[{handle[0]}] is empty.")
         return handle[1].pop()
     return pop
-
-
-@kernel("StackCloseV2", cpu_types=None, gpu_types=None)
-def _close(op, ctx):
-    def close(handle):
-        handle[1].clear()
-    return close

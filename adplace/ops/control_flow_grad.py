@@ -7,7 +7,7 @@ gradients build a backward loop (adplace/ops/while_grad.py).
 """
 from __future__ import annotations
 
-from adplace.framework.registry import RegisterGradient
+from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.ops import math_ops
 from adplace.ops.control_flow_contexts import CondContext, WhileContext, merge, output_context, switch
 
@@ -43,6 +43,9 @@ def _merge_grad(op, grad, _):
         return switch(grad, context.pred, name="cond_grad")
     # no context (an imported graph): input i gets the gradient when it was the live one
     return [switch(grad, math_ops.equal(op._outputs[1], i))[1] for i in range(len(op._inputs))]
+
+
+NotDifferentiable("RefEnter")  # a variable's reference entering a loop: its reads carry the gradient
 
 
 @RegisterGradient("LoopCond")

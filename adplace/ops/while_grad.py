@@ -51,13 +51,13 @@ class GradWhileContext(WhileContext):
 class GradLoopState:
     """What the gradient of one forward loop needs: its backward loop and the forward values it reads."""
 
-    def __init__(self, forward: WhileContext, outer_grad):
-        self.forward, self.switch_map, self.history = forward, {}, {}
-        total, self.forward_index = _add_forward_counter(forward)
+    def __init__(self, forward: WhileContext, outer: "GradLoopState | None"):
+        self.forward, self.switch_map, self.history, self.sync = forward, {}, {}, None
+        total, self.forward_index = _add_forward_counter(forward, outer)
         forward.grad_loops = getattr(forward, "grad_loops", 0) + 1  # one backward loop per tf.gradients call
         frame = forward.frame_name.replace("while_context", f"grad_{forward.grad_loops}/while_context")
-        self.grad = GradWhileContext(self, outer_grad, frame)
-        _add_backward_counter(self.grad, total)
+        self.grad = GradWhileContext(self, None if outer is None else outer.grad, frame)
+        _add_backward_counter(self.grad, total, outer)
 
     def real_value(self, t: Tensor) -> Tensor:
         """The backward loop's view of the forward value `t` in the matching iteration."""
@@ -80,7 +80,9 @@ class GradLoopState:
                 raise NotImplementedError(f"The gradient of a tf.cond inside a tf.while_loop body needs {t.name}, a "
                                           f"value computed in a branch: adplace does not build it yet")
             context = context.outer
-        with _in_context(graph, forward.outer), control_dependencies(None), graph.colocate_with(None, True):
+        # one stack for the whole run, in the context tf.gradients was called in, as TF makes it: a nested loop's
+        # values from every outer iteration go on it, and come off in reverse
+        with _in_context(graph, _active.call_context), control_dependencies(None), graph.colocate_with(t._op, True):
             handle = stack_ops.stack(constant(-1, _dtypes.int32, name="f_acc/max_size"), t.dtype, name="f_acc")
         with _in_context(graph, forward), control_dependencies(None):
             push = stack_ops.stack_push(forward.value(handle), t, forward.swap_memory, name="f_acc_push")
@@ -88,7 +90,19 @@ class GradLoopState:
         with _in_context(graph, grad), control_dependencies(None):
             pop = stack_ops.stack_pop(grad.value(handle), t.dtype, name="b_acc_pop")
         pop.set_shape(t.shape)
+        # each backward iteration pops once (after its pivot: an op reading only loop invariants would run once
+        # in TF), and the next iteration starts after this one's pops (b_sync), as TF orders them
+        pop.op._add_control_input(grad.body_pivot.op)
+        self._sync().op._add_control_input(pop.op)
         return pop
+
+    def _sync(self):
+        if self.sync is None:
+            graph, grad = self.forward.graph, self.grad
+            with _in_context(graph, grad), control_dependencies(None):
+                self.sync = array_ops.identity(grad.body_pivot, name="b_sync")
+            grad.count_next.op._add_control_input(self.sync.op)
+        return self.sync
 
 
 @contextlib.contextmanager
@@ -101,11 +115,16 @@ def _in_context(graph, context):
         graph._set_control_flow_context(saved)
 
 
-def _add_forward_counter(forward: WhileContext) -> tuple:
-    """A new loop variable of the forward loop counting its iterations: (the count at exit, count + 1 in the body)."""
+def _add_forward_counter(forward: WhileContext, outer: "GradLoopState | None") -> tuple:
+    """A new loop variable of the forward loop counting its iterations: (the count at exit, count + 1 in the body).
+    A nested loop's run in one outer iteration starts after the previous one's values are all pushed (its counter
+    waits for the outer counter, which waits for those pushes), so TF's parallel iterations keep the stacks in
+    order."""
     graph = forward.graph
     with _in_context(graph, forward.outer), control_dependencies(None):
         zero = constant(0, _dtypes.int32, name="f_count")
+    if outer is not None:
+        zero.op._add_control_input(outer.forward_index.op._inputs[0]._op)
     enter = forward.enter(zero, is_constant=False, name="f_count")
     with _in_context(graph, forward), control_dependencies(None):
         merge = builder("Merge", [enter, enter], {"T": _dtypes.int32, "N": 2}, "f_count")._outputs[0]
@@ -118,8 +137,9 @@ def _add_forward_counter(forward: WhileContext) -> tuple:
     return total, index
 
 
-def _add_backward_counter(grad: GradWhileContext, total: Tensor) -> None:
-    """The backward loop's counter, from the forward count down to 0; its LoopCond is the backward loop's."""
+def _add_backward_counter(grad: GradWhileContext, total: Tensor, outer: "GradLoopState | None") -> None:
+    """The backward loop's counter, from the forward count down to 0; its LoopCond is the backward loop's. A nested
+    backward loop ends before its outer backward iteration does (the outer's b_sync waits for it)."""
     graph = grad.graph
     enter = grad.enter(total, is_constant=False, name="b_count")
     with _in_context(graph, grad), control_dependencies(None):
@@ -130,25 +150,28 @@ def _add_backward_counter(grad: GradWhileContext, total: Tensor) -> None:
         grad.pivot = grad.loop_cond
         false, true = switch(merge, grad.loop_cond, name="b_count")
         index = math_ops.subtract(true, 1)
-        grad.pivot = index
+        grad.pivot = grad.body_pivot = index
         next_iteration = builder("NextIteration", [index], {"T": _dtypes.int32}, "b_count")._outputs[0]
+        grad.count_next = next_iteration
         merge.op._update_input(1, next_iteration)
     with _in_context(graph, grad.outer):
-        builder("Exit", [false], {"T": _dtypes.int32}, "b_count")
+        done = builder("Exit", [false], {"T": _dtypes.int32}, "b_count")
+    if outer is not None:
+        outer._sync().op._add_control_input(done)
 
 
 # --- the calls tf.gradients makes ----------------------------------------------------------------------------------
 @contextlib.contextmanager
-def gradient_pass():
+def gradient_pass(graph):
     """Around one tf.gradients call: the backward loops it builds, closed up at its end."""
-    saved = getattr(_active, "states", None)
-    _active.states = {}
+    saved = getattr(_active, "states", None), getattr(_active, "call_context", None)
+    _active.states, _active.call_context = {}, graph._get_control_flow_context()
     try:
         yield
         for state in _active.states.values():
             _close_merges(state)
     finally:
-        _active.states = saved
+        _active.states, _active.call_context = saved
 
 
 def _close_merges(state: GradLoopState) -> None:
@@ -175,8 +198,7 @@ def state_for(forward: WhileContext) -> GradLoopState:
     state = states.get(forward)
     if state is None:
         outer = _loop_of_context(forward.outer)
-        outer_grad = None if outer is None else state_for(outer).grad
-        state = states[forward] = GradLoopState(forward, outer_grad)
+        state = states[forward] = GradLoopState(forward, None if outer is None else state_for(outer))
     return state
 
 

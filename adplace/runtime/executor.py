@@ -394,7 +394,10 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
                     continue
             elif op._type in _control_flow.SWITCHES:
                 dead.update(range(len(where), len(where) + n_out))
-            if n_out:
+            if op._type in _control_flow.SWITCHES:  # a Switch ran when its input was live: one output is dead anyway
+                if in_slots and in_slots[0] in dead:
+                    token_slot[op._id] = in_slots[0]
+            elif n_out:
                 token_slot[op._id] = len(where)
         kernels.append(kernel)  # the common step, without a helper call
         ins.append(in_slots[0] if len(in_slots) == 1 else tuple(in_slots))

@@ -133,6 +133,40 @@ def _partition_stitch_segments(rng):
     return parts + stitched + segments + grads, {}
 
 
+def _control_flow(rng):
+    """tf.cond taking each branch (Switch, Merge), a while loop writing a TensorArray with a loop nested in its body
+    (Enter, Exit, NextIteration, LoopCond, every TensorArray op) and the gradients of it all (a backward loop reading
+    stacks of forward values: StackV2, StackPushV2, StackPopV2; TensorArrayGradV3)."""
+    x, w = tf.constant(_x(rng, 3)), tf.constant(_x(rng, 3, low=0.5, high=1.0))
+    taken = [tf.cond(tf.reduce_sum(x) > -100.0, lambda: x * w, lambda: x + w),
+             tf.cond(tf.reduce_sum(x) > 100.0, lambda: x * w, lambda: tf.sin(x))]
+
+    def body(i, v, ta):
+        inner = tf.while_loop(lambda j, u: j < 2, lambda j, u: (j + 1, u * w + 0.1), [0, v])[1]
+        return i + 1, tf.tanh(inner), ta.write(i, inner)
+    ta = tf.TensorArray(tf.float32, size=4, clear_after_read=False)
+    _, final, ta = tf.while_loop(lambda i, v, t: i < 4, body, [0, x, ta])
+    stacked = ta.stack()
+    split = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(x, [1, 2])
+    scattered = tf.TensorArray(tf.float32, size=3).scatter([2, 0, 1], tf.reshape(x, [3, 1]))
+    grown = tf.TensorArray(tf.float32, size=1, dynamic_size=True).write(2, x)
+    picked = [ta.read(2), ta.gather([3, 0]), ta.concat(), grown.size(), split.concat(), scattered.stack()]
+    loss = tf.reduce_sum(final * final) + tf.reduce_sum(stacked * w) + tf.add_n([tf.reduce_sum(t) for t in taken])
+    grads = tf.gradients(loss + tf.reduce_sum(picked[1]), [x, w])
+    with tf.control_dependencies(grads + picked):
+        closed = ta.close()
+    return taken + [final, stacked] + picked + grads + [closed], {}
+
+
+def _control_flow_refs(rng):
+    """A variable assigned in a cond branch (RefSwitch) and read in every iteration of a loop (RefEnter)."""
+    v = tf.Variable(_x(rng, 3))
+    bumped = tf.cond(tf.constant(True), lambda: tf.assign_add(v, tf.ones([3])), lambda: tf.assign_sub(v, tf.ones([3])))
+    with tf.control_dependencies([bumped]):
+        looped = tf.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s + v.read_value()), [0, tf.zeros([3])])[1]
+    return tf.global_variables_initializer(), [bumped, looped], {}
+
+
 def _logical_bitwise(rng):
     """LogicalAnd/Or/Not, Any/All, IsFinite/IsNan/IsInf and the int64 bitwise ops."""
     t = tf.constant(_x(rng, 3, 4))
@@ -237,6 +271,7 @@ CASES = {
                                         tf.invert_permutation(tf.constant(np.array([1, 3, 0, 2], np.int64)))], {}),
     "gather_and_friends": _gather_and_friends, "logical_bitwise": _logical_bitwise,
     "gather_scatter_nd": _gather_scatter_nd, "partition_stitch_segments": _partition_stitch_segments,
+    "control_flow": _control_flow, "control_flow_refs": _control_flow_refs,
     "conv2d": lambda rng: _conv_program(rng), "pooling": lambda rng: _pooling_program(rng),
     "lrn": lambda rng: (lambda p: ([tf.nn.lrn(p, 2, 1.0, 0.5, 0.75), tf.gradients(tf.nn.lrn(p, 2), p)[0]],
                                    {p: _x(rng, 2, 3, 3, 6)}))(tf.placeholder(tf.float32, [2, 3, 3, 6])),
@@ -298,6 +333,11 @@ COVERS = {
     "gather_and_friends": {"GatherV2", "UnsortedSegmentSum", "SelectV2", "OneHot", "ArgMax", "ArgMin", "Slice", "Pad",
                            "PadV2", "MirrorPad", "MirrorPadGrad", "ReverseV2", "IdentityN"},
     "gather_scatter_nd": {"GatherNd", "ScatterNd", "TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub"},
+    "control_flow": {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond", "StackV2", "StackPushV2",
+                     "StackPopV2", "TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3", "TensorArrayGatherV3",
+                     "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3", "TensorArraySizeV3",
+                     "TensorArrayCloseV3", "TensorArrayGradV3"},
+    "control_flow_refs": {"RefSwitch", "RefEnter"},
     "partition_stitch_segments": {"DynamicPartition", "DynamicStitch", "ParallelDynamicStitch", "SegmentSum",
                                   "SegmentMean", "SegmentMax", "SegmentMin", "SegmentProd", "UnsortedSegmentMax",
                                   "UnsortedSegmentMin", "UnsortedSegmentProd"},
