@@ -33,7 +33,7 @@ from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import get_gradient_function
 from adplace.ops import (array_grad, conv_grad, data_flow_grad, linalg_grad, math_grad,  # noqa: F401 - register
                          nn_grad, segment_grad, sparse_grad)  # noqa: F401 - gradients
-from adplace.ops import array_ops, control_flow_ops, indexed_slices_ops, math_ops, while_grad
+from adplace.ops import array_ops, control_flow_grad, control_flow_ops, indexed_slices_ops, math_ops, while_grad
 from adplace.ops.constant_op import constant
 from adplace.ops.variable_scope import get_variable_scope
 
@@ -284,7 +284,8 @@ def _op_input_grads(op: Operation, out_grads: list, differentiate: bool, gate: b
     fill = not while_grad.is_loop_switch(op)  # a loop Switch tells its two visits apart by the missing gradient
     for i, g in enumerate(out_grads):
         if g is None and fill and _is_differentiable(op._outputs[i]):
-            out_grads[i] = array_ops.zeros_like(op._outputs[i])
+            out_grads[i] = control_flow_grad.missing_switch_grad(op, i) if op._type == "Switch" else \
+                array_ops.zeros_like(op._outputs[i])
     with name_scope(op.name + "_grad"), op._graph._original_op(op):
         in_grads = _as_list(grad_fn(op, *out_grads))
         if len(in_grads) != len(op._inputs):

@@ -71,6 +71,7 @@ kernel("Merge", cpu_types=None, gpu_types=None)(fixed(_merge))
 for _op_type in ("Enter", "Exit", "NextIteration"):
     kernel(_op_type, cpu_types=None, gpu_types=None)(fixed(lambda x: x))
 kernel("RefEnter", cpu_types=None, gpu_types=None)(fixed(lambda: LIVE))
+kernel("ControlTrigger", cpu_types=None, gpu_types=None)(fixed(lambda: None))
 
 
 @kernel("LoopCond", cpu_types=None, gpu_types=None)

@@ -71,6 +71,7 @@ for _name in ("Enter", "Exit", "NextIteration"):
     register_op(_name, _forward, is_view=True)
 register_op("RefEnter", _forward, ref_inputs=(0,))  # a variable used in a loop body (RefMerge, RefExit and
 register_op("LoopCond", _loop_cond)                 # RefNextIteration, for reference loop variables, are not built)
+register_op("ControlTrigger", lambda inputs, attrs, name: [])  # a NoOp that runs even when what it waits on is dead
 
 
 def _t_attr(t: Tensor) -> dict:

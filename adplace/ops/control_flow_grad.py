@@ -8,7 +8,7 @@ gradients build a backward loop (adplace/ops/while_grad.py).
 from __future__ import annotations
 
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
-from adplace.ops import math_ops
+from adplace.ops import array_ops, math_ops
 from adplace.ops.control_flow_contexts import CondContext, WhileContext, merge, output_context, switch
 
 
@@ -46,6 +46,7 @@ def _merge_grad(op, grad, _):
 
 
 NotDifferentiable("RefEnter")  # a variable's reference entering a loop: its reads carry the gradient
+NotDifferentiable("ControlTrigger")
 
 
 @RegisterGradient("LoopCond")
@@ -68,3 +69,11 @@ def _enter_grad(op, grad):
 def _exit_grad(op, grad):
     from adplace.ops import while_grad  # noqa: PLC0415
     return [while_grad.exit_grad(op, grad)]
+
+
+def missing_switch_grad(op, index: int):
+    """The gradient of a cond Switch output nothing downstream differentiates: zeros, live exactly when that output
+    is (a Switch of zeros on the same predicate), made from the Switch's input so that inside a loop body it needs
+    no value of the branch."""
+    zeros = array_ops.zeros_like(op._inputs[0])
+    return switch(zeros, op._inputs[1])[index]

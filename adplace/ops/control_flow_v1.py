@@ -16,7 +16,7 @@ from adplace.framework.default_graph import control_dependencies, get_default_gr
 from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.tensor_shape import TensorShape, as_shape
-from adplace.ops import array_ops, logical_ops, math_ops
+from adplace.ops import array_ops, logical_ops, math_ops, reduction_ops
 from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, merge, switch
 
 
@@ -149,7 +149,7 @@ def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = Fa
         checks = []
         if exclusive and len(preds) > 1:
             from adplace.ops import check_ops  # noqa: PLC0415
-            count = math_ops.reduce_sum(math_ops.cast(array_ops.stack(preds), _dtypes.int32))
+            count = reduction_ops.reduce_sum(math_ops.cast(array_ops.stack(preds), _dtypes.int32))
             checks = [check_ops.Assert(count <= 1, ["Input error: exclusive=True: more than 1 conditions were "
                                                     "evaluated as True:", array_ops.stack(preds)])]
         fn = default

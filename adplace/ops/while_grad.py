@@ -21,6 +21,7 @@ from adplace.framework.operation import Operation, Tensor
 from adplace.ops import array_ops, math_ops, stack_ops
 from adplace.ops.constant_op import constant
 from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, switch
+from adplace.ops.op_builder import apply_op
 
 _active = threading.local()  # .states: {forward WhileContext: GradLoopState} of the tf.gradients call being built
 
@@ -52,8 +53,8 @@ class GradLoopState:
     """What the gradient of one forward loop needs: its backward loop and the forward values it reads."""
 
     def __init__(self, forward: WhileContext, outer: "GradLoopState | None"):
-        self.forward, self.switch_map, self.history, self.sync = forward, {}, {}, None
-        total, self.forward_index = _add_forward_counter(forward, outer)
+        self.forward, self.switch_map, self.history, self.sync, self.forward_sync = forward, {}, {}, None, None
+        total, self.forward_index, self.forward_next = _add_forward_counter(forward, outer)
         forward.grad_loops = getattr(forward, "grad_loops", 0) + 1  # one backward loop per tf.gradients call
         frame = forward.frame_name.replace("while_context", f"grad_{forward.grad_loops}/while_context")
         self.grad = GradWhileContext(self, None if outer is None else outer.grad, frame)
@@ -74,35 +75,56 @@ class GradLoopState:
 
     def _pop(self, t: Tensor) -> Tensor:
         forward, grad, graph = self.forward, self.grad, self.forward.graph
-        context = t._op._control_flow_context
-        while context is not forward:
-            if isinstance(context, CondContext):
-                raise NotImplementedError(f"The gradient of a tf.cond inside a tf.while_loop body needs {t.name}, a "
-                                          f"value computed in a branch: adplace does not build it yet")
-            context = context.outer
+        branch = _innermost_cond(t._op, forward)
         # one stack for the whole run, in the context tf.gradients was called in, as TF makes it: a nested loop's
         # values from every outer iteration go on it, and come off in reverse
         with _in_context(graph, _active.call_context), control_dependencies(None), graph.colocate_with(t._op, True):
             handle = stack_ops.stack(constant(-1, _dtypes.int32, name="f_acc/max_size"), t.dtype, name="f_acc")
-        with _in_context(graph, forward), control_dependencies(None):
+        # the push runs where `t` is computed: in a cond's branch only when that branch is taken (its handle comes
+        # in through the branch's Switch), ordered before the next iteration by f_sync
+        with _in_context(graph, branch or forward), control_dependencies(None):
             push = stack_ops.stack_push(forward.value(handle), t, forward.swap_memory, name="f_acc_push")
-        self.forward_index.op._add_control_input(push.op)
+        if branch is None:
+            self.forward_index.op._add_control_input(push.op)
+        else:
+            self._forward_sync()._add_control_input(push.op)
         with _in_context(graph, grad), control_dependencies(None):
-            pop = stack_ops.stack_pop(grad.value(handle), t.dtype, name="b_acc_pop")
+            source = grad.value(handle)
+            if branch is not None:  # popped only in the backward iterations whose forward one took the branch
+                source = switch(source, self.real_value(branch.pred))[branch.branch]
+            pop = stack_ops.stack_pop(source, t.dtype, name="b_acc_pop")
         pop.set_shape(t.shape)
         # each backward iteration pops once (after its pivot: an op reading only loop invariants would run once
         # in TF), and the next iteration starts after this one's pops (b_sync), as TF orders them
         pop.op._add_control_input(grad.body_pivot.op)
-        self._sync().op._add_control_input(pop.op)
+        self._sync()._add_control_input(pop.op)
         return pop
+
+    def _forward_sync(self):
+        if self.forward_sync is None:
+            graph, forward = self.forward.graph, self.forward
+            with _in_context(graph, forward), control_dependencies(None):
+                self.forward_sync = apply_op("ControlTrigger", [], {}, "f_sync")
+            self.forward_next._add_control_input(self.forward_sync)
+        return self.forward_sync
 
     def _sync(self):
         if self.sync is None:
             graph, grad = self.forward.graph, self.grad
             with _in_context(graph, grad), control_dependencies(None):
-                self.sync = array_ops.identity(grad.body_pivot, name="b_sync")
-            grad.count_next.op._add_control_input(self.sync.op)
+                self.sync = apply_op("ControlTrigger", [], {}, "b_sync")
+            grad.count_next.op._add_control_input(self.sync)
         return self.sync
+
+
+def _innermost_cond(op: Operation, forward: WhileContext) -> CondContext | None:
+    """The innermost cond branch inside `forward`'s body that `op` is in, or None."""
+    context = op._control_flow_context
+    while context is not None and context is not forward:
+        if isinstance(context, CondContext):
+            return context
+        context = context.outer
+    return None
 
 
 @contextlib.contextmanager
@@ -116,7 +138,8 @@ def _in_context(graph, context):
 
 
 def _add_forward_counter(forward: WhileContext, outer: "GradLoopState | None") -> tuple:
-    """A new loop variable of the forward loop counting its iterations: (the count at exit, count + 1 in the body).
+    """A new loop variable of the forward loop counting its iterations: (the count at exit, count + 1 in the body,
+    its NextIteration op).
     A nested loop's run in one outer iteration starts after the previous one's values are all pushed (its counter
     waits for the outer counter, which waits for those pushes), so TF's parallel iterations keep the stacks in
     order."""
@@ -134,7 +157,7 @@ def _add_forward_counter(forward: WhileContext, outer: "GradLoopState | None") -
         merge.op._update_input(1, next_iteration)
     with _in_context(graph, forward.outer):
         total = builder("Exit", [false], {"T": _dtypes.int32}, "f_count")._outputs[0]
-    return total, index
+    return total, index, next_iteration.op
 
 
 def _add_backward_counter(grad: GradWhileContext, total: Tensor, outer: "GradLoopState | None") -> None:
@@ -157,7 +180,7 @@ def _add_backward_counter(grad: GradWhileContext, total: Tensor, outer: "GradLoo
     with _in_context(graph, grad.outer):
         done = builder("Exit", [false], {"T": _dtypes.int32}, "b_count")
     if outer is not None:
-        outer._sync().op._add_control_input(done)
+        outer._sync()._add_control_input(done)
 
 
 # --- the calls tf.gradients makes ----------------------------------------------------------------------------------

@@ -134,8 +134,12 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
     switched = [s._outputs[1] for s in switches if s is not None]
     consts = [e._outputs[0] for e in loop.const_enters]
     pred_tensor = loop.loop_cond._outputs[0]
-    cond_plan = compile_sub([loop.loop_cond._inputs[0]], merge_values + merge_indices + consts, loop.key)
-    body_plan = compile_sub([n._inputs[0] for n in loop.next_iterations],
+    # ops the NextIteration or LoopCond ops wait on run in every iteration too (TF orders a gradient's stack pushes
+    # before the next iteration that way)
+    cond_plan = compile_sub([loop.loop_cond._inputs[0]] + list(loop.loop_cond._control_inputs),
+                            merge_values + merge_indices + consts, loop.key)
+    body_plan = compile_sub([n._inputs[0] for n in loop.next_iterations] +
+                            list(dict.fromkeys(c for n in loop.next_iterations for c in n._control_inputs)),
                             merge_values + merge_indices + switched + consts + [pred_tensor], loop.key)
     enter_moves = [mover(e, m) for e, m in zip(loop.var_enters, merges)]
     next_moves = [mover(n, m) for n, m in zip(loop.next_iterations, merges)]
@@ -163,6 +167,7 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
             indices = later
         exits = tuple(_moved(move, state[i]) for move, i in zip(exit_moves, exit_at))
         return exits[0] if len(exits) == 1 else exits
+    run.cond_plan, run.body_plan = cond_plan, body_plan  # for inspection (what an iteration runs and copies)
     return run
 
 

@@ -365,6 +365,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             loop = loops.complete_at(op)
             if loop is not None:
                 _add_loop_step(loop, slot_for, add_step, first_slot, where, dead, graph, placement, ctx)
+                has_writes = has_writes or any(m._op_def.ref_inputs and m._op_def.is_stateful for m in loop.ops)
             continue
         device = device_of[op._id]
         ref_inputs = op._op_def.ref_inputs
@@ -379,7 +380,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             where.append(device)  # a variable run as a target (tf.group(v.op)) outputs a reference: nothing runs
             continue
         kernel = built[op._id] or kernel_for(op, device)
-        if dead is not None:
+        if dead is not None and op._type != "ControlTrigger":  # TF's ControlTrigger runs even after dead inputs
             liveness = _liveness_slots(op, ref_inputs, first_slot, token_slot, dead)
             if liveness or op._type in _control_flow.MERGES or any(s in dead for s in in_slots):
                 kernel = _control_flow.dead_aware(kernel, len(in_slots), n_out, op._type in _control_flow.MERGES)

@@ -307,3 +307,16 @@ def test_a_tf_written_graph_keeps_devices_and_colocation(tf_written):
         placed = {op_name: device for op_name, _, _, device, _ in sess.placement_table()}
     _assert_same(got, [ref("total"), ref("part0"), ref("part1")])
     assert placed[names["near"]] == placed[names["v"]]
+
+
+@needs_tf
+def test_a_tf_written_loop_and_its_gradients_run_in_adplace_as_in_tf(tf_written):
+    """TF's own while loop (a cond and a TensorArray in the body) and TF's backward loop for its gradients (stacks,
+    pops inside the cond's gradient) import and compute TF's values."""
+    graph, names, ref = _load(tf_written, "loops")
+    assert {"Enter", "Exit", "NextIteration", "LoopCond", "StackPushV2", "StackPopV2", "TensorArrayWriteV3"} <= \
+        {op.type for op in graph.get_operations()}
+    with tf.Session(graph=graph) as sess:
+        sess.run(names["init"])
+        got = sess.run([names["loss"]] + names["grads"], {names["x"]: ref("x")})
+    _assert_same(got, [ref("loss"), ref("gx"), ref("gw")], rtol=1e-10)

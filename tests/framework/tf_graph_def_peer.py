@@ -139,9 +139,35 @@ def _placed(folder: pathlib.Path) -> None:
     _save(folder, "placed", graph, names, values)
 
 
+def _loops(folder: pathlib.Path) -> None:
+    """TF1 control flow (v1): a while loop with a cond and a TensorArray in its body, and its gradients (TF's
+    backward loop with stacks, including pops inside the cond's gradient)."""
+    tf1.disable_control_flow_v2()
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float64, [3], name="x")
+        w = tf1.Variable(np.array([0.9, 1.1, 0.7]), name="w")
+
+        def body(i, u, ta):
+            step = tf1.cond(tf.reduce_sum(u) > 0.0, lambda: u * w + tf.sin(u), lambda: u - w * 0.5)
+            return i + 1, step, ta.write(i, step)
+        ta = tf1.TensorArray(tf.float64, size=4)
+        _, final, ta = tf1.while_loop(lambda i, u, t: i < 4, body, [0, x, ta])
+        loss = tf.reduce_sum(final * final) + tf.reduce_sum(ta.stack() * 0.5)
+        grads = tf1.gradients(loss, [x, w])
+        init = tf1.global_variables_initializer()
+        x_value = np.array([0.3, -0.2, 0.4])
+        with tf1.Session(graph=graph) as sess:
+            sess.run(init)
+            values = sess.run({"loss": loss, "gx": grads[0], "gw": grads[1]}, {x: x_value})
+    names = {"init": init.name, "x": x.name, "loss": loss.name, "grads": [g.name for g in grads]}
+    _save(folder, "loops", graph, names, {**values, "x": x_value})
+
+
 def write(folder: pathlib.Path) -> None:
     _mlp(folder)
     _placed(folder)
+    _loops(folder)
 
 
 if __name__ == "__main__":

@@ -134,16 +134,18 @@ def _partition_stitch_segments(rng):
 
 
 def _control_flow(rng):
-    """tf.cond taking each branch (Switch, Merge), a while loop writing a TensorArray with a loop nested in its body
-    (Enter, Exit, NextIteration, LoopCond, every TensorArray op) and the gradients of it all (a backward loop reading
-    stacks of forward values: StackV2, StackPushV2, StackPopV2; TensorArrayGradV3)."""
+    """tf.cond taking each branch (Switch, Merge), a while loop writing a TensorArray with a loop and a cond in its
+    body (Enter, Exit, NextIteration, LoopCond, every TensorArray op) and the gradients of it all (a backward loop
+    reading stacks of forward values, pushed in the cond's branch when it is taken: StackV2, StackPushV2, StackPopV2,
+    ControlTrigger; TensorArrayGradV3)."""
     x, w = tf.constant(_x(rng, 3)), tf.constant(_x(rng, 3, low=0.5, high=1.0))
     taken = [tf.cond(tf.reduce_sum(x) > -100.0, lambda: x * w, lambda: x + w),
              tf.cond(tf.reduce_sum(x) > 100.0, lambda: x * w, lambda: tf.sin(x))]
 
     def body(i, v, ta):
         inner = tf.while_loop(lambda j, u: j < 2, lambda j, u: (j + 1, u * w + 0.1), [0, v])[1]
-        return i + 1, tf.tanh(inner), ta.write(i, inner)
+        bent = tf.cond(tf.reduce_sum(inner) > 0.0, lambda: tf.tanh(inner) * w, lambda: tf.sin(inner))
+        return i + 1, bent, ta.write(i, inner)
     ta = tf.TensorArray(tf.float32, size=4, clear_after_read=False)
     _, final, ta = tf.while_loop(lambda i, v, t: i < 4, body, [0, x, ta])
     stacked = ta.stack()
@@ -334,7 +336,7 @@ COVERS = {
                            "PadV2", "MirrorPad", "MirrorPadGrad", "ReverseV2", "IdentityN"},
     "gather_scatter_nd": {"GatherNd", "ScatterNd", "TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub"},
     "control_flow": {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond", "StackV2", "StackPushV2",
-                     "StackPopV2", "TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3", "TensorArrayGatherV3",
+                     "StackPopV2", "ControlTrigger", "TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3", "TensorArrayGatherV3",
                      "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3", "TensorArraySizeV3",
                      "TensorArrayCloseV3", "TensorArrayGradV3"},
     "control_flow_refs": {"RefSwitch", "RefEnter"},
