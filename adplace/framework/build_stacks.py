@@ -43,8 +43,9 @@ class ControlDependencies:
 
     def __enter__(self):
         stacks = self._graph._stacks
-        if self.new_stack:
-            self._saved, stacks.control_stack = stacks.control_stack, []
+        if self.new_stack:  # `control_dependencies(None)` also leaves any cond branch or loop body, as in TF
+            self._saved = (stacks.control_stack, stacks.control_flow_context)
+            stacks.control_stack, stacks.control_flow_context = [], None
         stacks.control_stack.append(self)
         return self
 
@@ -52,7 +53,7 @@ class ControlDependencies:
         stacks = self._graph._stacks
         stacks.control_stack.pop()
         if self.new_stack:
-            stacks.control_stack = self._saved
+            stacks.control_stack, stacks.control_flow_context = self._saved
         return False
 
 

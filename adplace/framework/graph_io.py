@@ -286,6 +286,8 @@ def _slice_consts(op, names: list) -> list:
         const = protos.node_def_pb2.NodeDef(name=name, op="Const", device=op._device_text)
         const.attr["dtype"].type = _dtypes.int32.as_datatype_enum
         const.attr["value"].tensor.CopyFrom(make_tensor_proto(np.asarray(values, dtype=np.int32)))
+        if op._control_flow_context is not None:  # in a loop (or cond) the Const must be in the slice's frame
+            const.input.append("^" + op._inputs[0]._op._name)
         nodes.append(const)
     return nodes
 

@@ -14,7 +14,7 @@ from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import TensorShape
 from adplace.layers import conv_utils
 from adplace.layers.base import ZEROS, Layer
-from adplace.ops import array_ops, math_ops, nn_impl, nn_ops, selection_ops
+from adplace.ops import array_ops, control_flow_v1, math_ops, nn_impl, nn_ops
 from adplace.ops.op_builder import constant_value
 
 _ACTIVATIONS = {"relu": math_ops.relu, "sigmoid": math_ops.sigmoid, "tanh": math_ops.tanh, "linear": None}
@@ -198,11 +198,8 @@ class Dropout(Layer):
     """Zeroes each input unit with probability `rate` while training, scaling the kept ones by 1 / (1 - rate), so
     the expected sum is unchanged; the identity otherwise (tf.layers.Dropout).
 
-    `training` is a Python bool, or a boolean Tensor (e.g. an `is_training` placeholder). TF picks the branch with
-    tf.cond; adplace has no tf.cond yet, so for a Tensor whose value is unknown when the graph is built both branches
-    are built and a Select (tf.where on the scalar flag) chooses between them, named like TF's cond output
-    ("dropout/cond/Merge"). The values and gradients are the same; the mask is drawn (and discarded) even when not
-    training.
+    `training` is a Python bool, or a boolean Tensor (e.g. an `is_training` placeholder), whose value picks the
+    branch with tf.cond when it is not known while the graph is built, as TF does ("dropout/cond/Merge").
     """
 
     def __init__(self, rate: float = 0.5, noise_shape=None, seed=None, name: str | None = None, **kwargs):
@@ -225,9 +222,8 @@ class Dropout(Layer):
             training = convert_to_tensor(training)
             known = constant_value(training)
             if known is None:
-                with name_scope("cond"):
-                    return selection_ops.where(training, self._dropped(inputs), array_ops.identity(inputs),
-                                           name="Merge")
+                return control_flow_v1.cond(training, lambda: self._dropped(inputs),
+                                            lambda: array_ops.identity(inputs))
             training = bool(known)
         return self._dropped(inputs) if training else array_ops.identity(inputs)
 

@@ -90,15 +90,18 @@ def merge(inputs, name: str | None = None) -> tuple:
     return apply_op("Merge", inputs, {**_t_attr(inputs[0]), "N": len(inputs)}, name or "Merge")._outputs
 
 
-def builder(op_type: str, inputs: list, attrs: dict, name: str) -> Operation:
-    """Create a control-flow primitive with its inputs as given (no context brings them in)."""
+def builder(op_type: str, inputs: list, attrs: dict, name: str, context=False) -> Operation:
+    """Create a control-flow primitive with its inputs as given (no context brings them in), in `context` (default:
+    the current one)."""
     graph = inputs[0]._op._graph
-    context = graph._get_control_flow_context()
+    saved = graph._get_control_flow_context()
+    if context is False:
+        context = saved
     graph._set_control_flow_context(None)
     try:
         op = apply_op(op_type, inputs, attrs, name)
     finally:
-        graph._set_control_flow_context(context)
+        graph._set_control_flow_context(saved)
     op._control_flow_context = context
     return op
 
@@ -161,7 +164,7 @@ class CondContext(ControlFlowContext):
     def _bring_in(self, t: Tensor) -> Tensor:
         op_type = "RefSwitch" if t._dtype._is_ref else "Switch"
         with self.graph.colocate_with(t._op, ignore_existing=True), self.graph.control_dependencies(None):
-            return builder(op_type, [t, self.pred], _t_attr(t), "Switch")._outputs[self.branch]
+            return builder(op_type, [t, self.pred], _t_attr(t), "Switch", context=self)._outputs[self.branch]
 
 
 class WhileContext(ControlFlowContext):
@@ -185,15 +188,8 @@ class WhileContext(ControlFlowContext):
         op_type = "RefEnter" if t._dtype._is_ref else "Enter"
         attrs = {**_t_attr(t), "frame_name": self.frame_name, "is_constant": is_constant,
                  "parallel_iterations": self.parallel_iterations}
-        graph = self.graph
-        saved = graph._get_control_flow_context()
-        graph._set_control_flow_context(self.outer)
-        try:
-            with graph.control_dependencies(None):
-                op = builder(op_type, [t], attrs, name)
-        finally:
-            graph._set_control_flow_context(saved)
-        op._control_flow_context = self
+        with self.graph.control_dependencies(None):
+            op = builder(op_type, [t], attrs, name, context=self)
         self.enters.append(op)
         return op._outputs[0]
 

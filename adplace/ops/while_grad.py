@@ -17,6 +17,8 @@ import threading
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.default_graph import control_dependencies
+from adplace.framework.indexed_slices import IndexedSlices
+from adplace.framework.tensor_shape import TensorShape
 from adplace.framework.operation import Operation, Tensor
 from adplace.ops import array_ops, math_ops, stack_ops
 from adplace.ops.constant_op import constant
@@ -78,17 +80,19 @@ class GradLoopState:
         branch = _innermost_cond(t._op, forward)
         # one stack for the whole run, in the context tf.gradients was called in, as TF makes it: a nested loop's
         # values from every outer iteration go on it, and come off in reverse
-        with _in_context(graph, _active.call_context), control_dependencies(None), graph.colocate_with(t._op, True):
+        with control_dependencies(None), _in_context(graph, _active.call_context), graph.colocate_with(t._op, True):
             handle = stack_ops.stack(constant(-1, _dtypes.int32, name="f_acc/max_size"), t.dtype, name="f_acc")
         # the push runs where `t` is computed: in a cond's branch only when that branch is taken (its handle comes
-        # in through the branch's Switch), ordered before the next iteration by f_sync
-        with _in_context(graph, branch or forward), control_dependencies(None):
+        # in through the branch's Switch). As TF orders it: after this iteration's count (forward_index), and before
+        # the next iteration's (its NextIteration waits for the push, or for f_sync, which waits for a branch's push)
+        with control_dependencies(None), _in_context(graph, branch or forward):
             push = stack_ops.stack_push(forward.value(handle), t, forward.swap_memory, name="f_acc_push")
+        push.op._add_control_input(self.forward_index.op)
         if branch is None:
-            self.forward_index.op._add_control_input(push.op)
+            self.forward_next._add_control_input(push.op)
         else:
             self._forward_sync()._add_control_input(push.op)
-        with _in_context(graph, grad), control_dependencies(None):
+        with control_dependencies(None), _in_context(graph, grad):
             source = grad.value(handle)
             if branch is not None:  # popped only in the backward iterations whose forward one took the branch
                 source = switch(source, self.real_value(branch.pred))[branch.branch]
@@ -103,7 +107,7 @@ class GradLoopState:
     def _forward_sync(self):
         if self.forward_sync is None:
             graph, forward = self.forward.graph, self.forward
-            with _in_context(graph, forward), control_dependencies(None):
+            with control_dependencies(None), _in_context(graph, forward):
                 self.forward_sync = apply_op("ControlTrigger", [], {}, "f_sync")
             self.forward_next._add_control_input(self.forward_sync)
         return self.forward_sync
@@ -111,7 +115,7 @@ class GradLoopState:
     def _sync(self):
         if self.sync is None:
             graph, grad = self.forward.graph, self.grad
-            with _in_context(graph, grad), control_dependencies(None):
+            with control_dependencies(None), _in_context(graph, grad):
                 self.sync = apply_op("ControlTrigger", [], {}, "b_sync")
             grad.count_next.op._add_control_input(self.sync)
         return self.sync
@@ -144,12 +148,12 @@ def _add_forward_counter(forward: WhileContext, outer: "GradLoopState | None") -
     waits for the outer counter, which waits for those pushes), so TF's parallel iterations keep the stacks in
     order."""
     graph = forward.graph
-    with _in_context(graph, forward.outer), control_dependencies(None):
+    with control_dependencies(None), _in_context(graph, forward.outer):
         zero = constant(0, _dtypes.int32, name="f_count")
     if outer is not None:
         zero.op._add_control_input(outer.forward_index.op._inputs[0]._op)
     enter = forward.enter(zero, is_constant=False, name="f_count")
-    with _in_context(graph, forward), control_dependencies(None):
+    with control_dependencies(None), _in_context(graph, forward):
         merge = builder("Merge", [enter, enter], {"T": _dtypes.int32, "N": 2}, "f_count")._outputs[0]
         false, true = switch(merge, forward.loop_cond, name="f_count")
         index = math_ops.add(true, 1)
@@ -165,7 +169,7 @@ def _add_backward_counter(grad: GradWhileContext, total: Tensor, outer: "GradLoo
     backward loop ends before its outer backward iteration does (the outer's b_sync waits for it)."""
     graph = grad.graph
     enter = grad.enter(total, is_constant=False, name="b_count")
-    with _in_context(graph, grad), control_dependencies(None):
+    with control_dependencies(None), _in_context(graph, grad):
         merge = builder("Merge", [enter, enter], {"T": _dtypes.int32, "N": 2}, "b_count")._outputs[0]
         grad.pivot = merge
         pred = math_ops.greater_equal(merge, 1)
@@ -201,7 +205,7 @@ def _close_merges(state: GradLoopState) -> None:
     """A loop variable whose next-iteration gradient never came (the body does not depend on it) gets zeros."""
     for merge_grad in state.switch_map.values():
         if merge_grad.op._inputs[1]._op._type != "NextIteration":
-            with _in_context(state.forward.graph, state.grad), control_dependencies(None):
+            with control_dependencies(None), _in_context(state.forward.graph, state.grad):
                 zeros = array_ops.zeros_like(merge_grad)
                 next_iteration = builder("NextIteration", [zeros], {"T": zeros.dtype.base_dtype}, "b_switch")
             merge_grad.op._update_input(1, next_iteration._outputs[0])
@@ -292,20 +296,35 @@ def enter_grad(op: Operation, grad):
     if not op._attrs.get("is_constant"):
         with _in_context(graph, context.outer):
             return builder("Exit", [grad], {"T": grad.dtype.base_dtype}, "b_exit")._outputs[0]
-    if not isinstance(grad, Tensor):
-        raise NotImplementedError(f"A sparse gradient of the loop invariant {op._inputs[0].name} is not summed "
-                                  f"over iterations yet; densify it (tf.convert_to_tensor)")
-    with _in_context(graph, context.outer), control_dependencies(None):
-        start = array_ops.zeros_like(op._inputs[0], name="b_acc")
+    value = op._inputs[0]
+    if isinstance(grad, IndexedSlices):  # rows from every iteration, concatenated (TF's IndexedSlices accumulator)
+        with control_dependencies(None), _in_context(graph, context.outer):
+            rows = array_ops.concat([[0], array_ops.shape(value)[1:]], 0)
+            no_values = array_ops.zeros(rows, dtype=grad.values.dtype, name="b_acc")
+            no_indices = array_ops.zeros([0], dtype=grad.indices.dtype, name="b_acc")
+            dense_shape = array_ops.shape(value, out_type=grad.indices.dtype)
+        values = _accumulate(context, no_values, lambda acc: array_ops.concat([acc, grad.values], 0))
+        indices = _accumulate(context, no_indices, lambda acc: array_ops.concat([acc, grad.indices], 0))
+        return IndexedSlices(values, indices, dense_shape)
+    with control_dependencies(None), _in_context(graph, context.outer):
+        start = array_ops.zeros_like(value, name="b_acc")
+    return _accumulate(context, start, lambda acc: math_ops.add(acc, grad))
+
+
+def _accumulate(context: GradWhileContext, start: Tensor, step) -> Tensor:
+    """A backward-loop variable from `start` (outside), `acc = step(acc)` each iteration; its value at the end."""
+    graph, dtype = context.graph, start.dtype.base_dtype
     enter = context.enter(start, is_constant=False, name="b_acc")
-    with _in_context(graph, context), control_dependencies(None):
-        merge = builder("Merge", [enter, enter], {"T": grad.dtype.base_dtype, "N": 2}, "b_acc")._outputs[0]
+    rows_vary = start.shape.rank is not None and start.shape.rank > 0 and start.shape.as_list()[0] == 0
+    if rows_vary:  # a concatenating accumulator grows along its first dimension
+        enter._shape = TensorShape([None] + start.shape.as_list()[1:])
+    with control_dependencies(None), _in_context(graph, context):
+        merge = builder("Merge", [enter, enter], {"T": dtype, "N": 2}, "b_acc")._outputs[0]
         false, true = switch(merge, context.loop_cond, name="b_acc")
-        total = math_ops.add(true, grad)
-        next_iteration = builder("NextIteration", [total], {"T": grad.dtype.base_dtype}, "b_acc")._outputs[0]
+        next_iteration = builder("NextIteration", [step(true)], {"T": dtype}, "b_acc")._outputs[0]
         merge.op._update_input(1, next_iteration)
     with _in_context(graph, context.outer):
-        return builder("Exit", [false], {"T": grad.dtype.base_dtype}, "b_acc")._outputs[0]
+        return builder("Exit", [false], {"T": dtype}, "b_acc")._outputs[0]
 
 
 def is_loop_switch(op: Operation) -> bool:

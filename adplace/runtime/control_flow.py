@@ -193,6 +193,18 @@ class LoopIndex:
 
 
 
+    def check_fetches(self, fetch_elements: list) -> None:
+        """A tensor or op inside a loop has a value per iteration, none of which a run can return: TF's
+        InvalidArgumentError, naming it."""
+        for element in fetch_elements:
+            op = getattr(element, "_op", element)
+            if op._id in self.member and op._type not in EXITS:
+                frame = self._frames.get(op._id, ("?",))[-1]
+                name = getattr(element, "name", op.name)
+                raise errors.InvalidArgumentError(None, op, f"Cannot fetch '{name}': it is computed in every iteration "
+                                                  f"of the while loop '{frame}'; fetch the loop's outputs (or write "
+                                                  f"it to a TensorArray)")
+
     def complete_at(self, op) -> Loop | None:
         """The loop whose last op (in plan order) is `op`, ready to become a step; None for its other ops."""
         entry = self._last.get(op._id)

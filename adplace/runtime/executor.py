@@ -273,7 +273,17 @@ class Plan:
         return [convert(slots[slot]) for slot, convert in self.fetch_converters()]
 
     def failed_step(self, exc: BaseException) -> Step | None:
-        """The step whose kernel raised `exc`, from the traceback (no bookkeeping on the hot path)."""
+        """The step whose kernel raised `exc`, from the traceback (no bookkeeping on the hot path); inside a while
+        loop's step, the step of the loop's predicate or body that raised it."""
+        step = self._own_failed_step(exc)
+        if step is not None:
+            for sub in (getattr(step.kernel, "cond_plan", None), getattr(step.kernel, "body_plan", None)):
+                inner = None if sub is None else sub.failed_step(exc)
+                if inner is not None:
+                    return inner
+        return step
+
+    def _own_failed_step(self, exc: BaseException) -> Step | None:
         tb = exc.__traceback__
         while tb is not None:
             frame = tb.tb_frame
@@ -317,6 +327,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
                                                                        for op in order) else None
     if loops is not None:
         order = loops.order
+        loops.check_fetches(fetch_elements)
     dead: set | None = set() if any(op._type in _control_flow.SWITCHES for op in order) else None
     token_slot: dict = {}  # op id -> the slot telling whether it ran (output 0, or a slot of its own)
 

@@ -178,6 +178,51 @@ end
     @test u.op in z.op.control_inputs
 end
 
+@testset "while_loop, TensorArray, read/write/stack, if_else, Julia functions as bodies" begin
+    reset_default_graph()
+    sess = Session()
+    # ADCME's while_loop docstring: element 1 written before the loop, read and write counted from 1
+    ta = TensorArray(10)
+    ta = write(ta, 1, constant(1.0))
+    condition(i, ta) = i <= 10
+    body(i, ta) = (i + 1, write(ta, i, read(ta, i - 1) + 1))
+    last_i, out = while_loop(condition, body, [constant(2, dtype=Int32), ta])
+    @test run(sess, stack(out)) == collect(1.0:10.0)
+    @test run(sess, last_i) === Int32(11)
+    @test run(sess, read(out, 10)) == 10.0 && run(sess, read(out, constant(3, dtype=Int32))) == 3.0
+    @test run(sess, sum(stack(out))) == 55.0
+    @test (get_dtype(out), get_dtype(last_i), get_dtype(constant(true))) == (Float64, Int32, Bool)
+    # ADCME's rule: the first loop variable is an Int32 index; one tensor in, one tensor out
+    @test_throws ArgumentError while_loop(condition, body, [constant(2), ta])
+    @test run(sess, while_loop(j -> j < 5, j -> j + 1, constant(0, dtype=Int32))) == 5
+    # keywords of TensorArray, Julia arrays written with its dtype
+    ints = write(write(TensorArray(2; dtype=Int32), 1, [1, 2]), 2, [3, 4])
+    @test run(sess, stack(ints)) == Int32[1 2; 3 4]
+    # set_shape, comparisons
+    p = placeholder(Float64; shape=[nothing, 3])
+    @test set_shape(p, 2, 3) === p && p.shape.as_list() == [2, 3]
+    @test set_shape(placeholder(Float64), [nothing, 4]).shape.as_list() == Any[nothing, 4]
+    @test_throws PyException set_shape(placeholder(Float64; shape=[2]), (3,))
+    @test run(sess, [constant(1.5) < 2.0, 2.0 <= constant(1.5), constant(1.5) > 1.0, constant(1.5) >= 1.5]) ==
+          [true, false, true, true]
+    # if_else and tf.cond/tf.case over Julia functions: only the taken branch runs, gradients flow through it
+    x = placeholder(Float64; shape=[])
+    y = if_else(x > 0.0, () -> 2.0 * x, () -> -x)
+    @test run(sess, y, x => 3.0) == 6.0 && run(sess, y, x => -4.0) == 4.0
+    @test run(sess, gradients(y, x), x => 3.0) == 2.0 && run(sess, gradients(y, x), x => -4.0) == -1.0
+    @test run(sess, if_else(true, 1.0, 2.0)) === 1.0
+    @test run(sess, if_else([true, false], [1.0, 2.0], [3.0, 4.0])) == [1.0, 4.0]
+    @test run(sess, tf.cond(x < 0.0, () -> 0.0 * x, () -> x), x => 5.0) == 5.0
+    signum = tf.case([x < 0.0 => () -> constant(-1.0), x > 0.0 => () -> constant(1.0)]; default=() -> constant(0.0))
+    @test [run(sess, signum, x => v) for v in (-2.0, 0.0, 2.0)] == [-1.0, 0.0, 1.0]
+    # a gradient through a loop whose body multiplies by a captured Variable: d(a^10)/da
+    a = Variable(1.5)
+    _, a10 = while_loop((k, q) -> k <= 10, (k, q) -> (k + 1, q * a), [constant(1, dtype=Int32), constant(1.0)])
+    init(sess)
+    @test run(sess, a10) ≈ 1.5^10
+    @test run(sess, gradients(a10, a)) ≈ 10 * 1.5^9
+end
+
 run_example("multi_gpu_towers.jl")
 @testset "the multi-GPU tower example trains" begin
     @test losses[end] < 1e-3 * losses[1]
@@ -192,4 +237,25 @@ run_example("quickstart.jl")
     @test run(sess, c) ≈ cos(sin(1.0)) && run(sess, c) isa Float64   # as the README prints it
     @test run(sess, g) ≈ -sin(sin(1.0)) * cos(1.0)
     @test all(op.device == "/device:GPU:0" for op in graph_ops() if startswith(op.name, "gradients/Sin_grad"))
+end
+
+run_example("heat_equation.jl")
+@testset "the heat equation example fits κ through the while_loop" begin
+    @test size(u_obs) == (steps + 1, n)
+    # the data are the explicit scheme's steps for κ = 1, computed here in Julia
+    second_difference(v) = [(k > 1 ? v[k-1] : 0.0) - 2v[k] + (k < n ? v[k+1] : 0.0) for k in 1:n] / dx^2
+    v = copy(u0)
+    for _ in 1:steps
+        v = v + dt * second_difference(v)
+    end
+    @test u_obs[end, :] ≈ v rtol = 1e-12
+    @test abs(run(sess, κ) - 1.0) < 0.01
+    @test losses[end] < 1e-6 * losses[1]
+    # the gradient through the loop is the loss's central difference
+    h, κ0 = 1e-5, 0.7
+    difference = (run(sess, loss, κ => κ0 + h) - run(sess, loss, κ => κ0 - h)) / 2h
+    @test run(sess, g, κ => κ0) ≈ difference rtol = 1e-6
+    # one loop frame per simulation (and one for the gradient), not one op per time step
+    types = [op.type for op in graph_ops()]
+    @test count(==("LoopCond"), types) >= 3 && count(==("MatMul"), types) <= 8
 end

@@ -144,7 +144,7 @@ def _control_flow(rng):
 
     def body(i, v, ta):
         inner = tf.while_loop(lambda j, u: j < 2, lambda j, u: (j + 1, u * w + 0.1), [0, v])[1]
-        bent = tf.cond(tf.reduce_sum(inner) > 0.0, lambda: tf.tanh(inner) * w, lambda: tf.sin(inner))
+        bent = tf.cond(tf.reduce_sum(inner) > 0.0, lambda: tf.tanh(inner) * w, lambda: tf.sin(inner[::-1]))
         return i + 1, bent, ta.write(i, inner)
     ta = tf.TensorArray(tf.float32, size=4, clear_after_read=False)
     _, final, ta = tf.while_loop(lambda i, v, t: i < 4, body, [0, x, ta])

@@ -6,8 +6,8 @@ as the Julia package will.
 - `to_julia` is ADPlace's `tojulia`: str -> `JuliaString`, bool/int/float/complex/None stay, list -> list (a Julia
   Vector), tuple -> tuple, dict -> dict, NumPy arrays/scalars -> copies/Python numbers, anything else -> `JuliaPyObject`.
 - `to_python` is ADPlace's `topy`: the inverse; a Python function stands for a Julia `Function` and becomes
-  `julia_function(f)`; NumPy arrays stand for Julia numeric arrays and lists for `Vector{Any}`; raw Python objects
-  (PythonCall's `Py`) pass unchanged.
+  `julia_function(f)`; a `JuliaType` (a Julia type such as `Float64`) becomes its adplace dtype; NumPy arrays stand
+  for Julia numeric arrays and lists for `Vector{Any}`; raw Python objects (PythonCall's `Py`) pass unchanged.
 - `julia_function(f)` is `pyfunc(julia_callback(f))`: arguments through `to_julia`, the result through `to_python`.
 - `raw_julia_function(f)` is PythonCall's plain `pyfunc(f)`: arguments arrive as raw Python objects (a Python `str`
   stays a `str`, which never equals a `JuliaString`); only the result is converted, as `Py(result)` does.
@@ -16,6 +16,8 @@ import builtins
 import types
 
 import numpy as np
+
+import adplace
 
 
 class JuliaString:
@@ -64,6 +66,33 @@ class JuliaPyObject:
         return f"PyObject {self._py!r}"
 
 
+class JuliaType:
+    """A Julia type of ADPlace's dtype table (`Float64`, `Int32`, ...): what `get_dtype` returns, and what
+    `topy(T::Type) = topy(dtype(T))` turns into an adplace dtype."""
+
+    __slots__ = ("name",)
+    DTYPES = {"Float64": "float64", "Float32": "float32", "Int64": "int64", "Int32": "int32", "Bool": "bool",
+              "ComplexF64": "complex128", "ComplexF32": "complex64", "String": "string"}
+
+    def __init__(self, name):
+        if name not in self.DTYPES:
+            raise ValueError(f"no adplace dtype for the Julia type {name}")
+        self.name = name
+
+    @property
+    def dtype(self):
+        return getattr(adplace, self.DTYPES[self.name])
+
+    def __eq__(self, other):
+        return isinstance(other, JuliaType) and other.name == self.name
+
+    def __hash__(self):
+        return hash((JuliaType, self.name))
+
+    def __repr__(self):
+        return self.name
+
+
 class _PyFunc:
     """What `pyfunc` gives Python: a plain Python callable wrapping a Julia function."""
 
@@ -106,6 +135,8 @@ def to_python(x):
         return x._py
     if isinstance(x, JuliaString):
         return x.text
+    if isinstance(x, JuliaType):
+        return x.dtype
     if isinstance(x, (list, tuple)):
         values = [to_python(v) for v in x]
         return tuple(values) if isinstance(x, tuple) else values

@@ -47,7 +47,7 @@ def test_the_julia_package_has_its_files():
     """The parametrized checks below see the package's sources (an empty glob would make them vacuous)."""
     names = {p.relative_to(JULIA_DIR).as_posix() for p in JULIA_FILES}
     assert {"src/ADPlace.jl", "test/runtests.jl", "examples/adcme_colocation.jl",
-            "examples/multi_gpu_towers.jl"} <= names
+            "examples/multi_gpu_towers.jl", "examples/heat_equation.jl"} <= names
 
 
 @pytest.mark.parametrize("path", JULIA_FILES, ids=lambda p: p.relative_to(JULIA_DIR).as_posix())

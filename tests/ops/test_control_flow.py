@@ -1,6 +1,7 @@
 """tf.cond, tf.case, tf.switch_case and tf.while_loop: values, the ops TF1 builds, bad input, placement, timeouts and
 threads. Gradients through them are in test_control_flow_grad.py."""
 import collections
+import signal
 import threading
 
 import numpy as np
@@ -181,6 +182,27 @@ def test_nested_structures_loops_and_conds():
     assert got[0] == 6 and got[1] == Pair(expected_inner, 64.0) and got[2] == {"x": 39.0}
 
 
+def test_a_tensor_inside_a_loop_cannot_be_fetched():
+    inside = []
+
+    def body(i):
+        inside.append(i * 2)
+        return i + 1
+    tf.while_loop(lambda i: i < 3, body, [0])
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                             match=r"Cannot fetch 'while/mul:0': it is computed in every iteration "
+                                                   r"of the while loop 'while/while_context'"):
+        sess.run(inside[0])
+
+
+def test_a_traced_loop_run_has_step_stats():
+    r = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [0])
+    metadata = tf.RunMetadata()
+    with tf.Session() as sess:
+        assert sess.run(r, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata) == 3
+    assert "while/LoopCond" in [n.node_name for d in metadata.step_stats.dev_stats for n in d.node_stats]
+
+
 def test_maximum_iterations_stops_the_loop():
     r = tf.while_loop(lambda i: i < 100, lambda i: i + 1, [0], maximum_iterations=7)
     limit = tf.placeholder(tf.int32, [])
@@ -302,6 +324,25 @@ def test_a_loop_that_never_ends_stops_at_the_deadline_and_changes_no_variable():
         assert sess.run(v) == 0.0
 
 
+def test_ctrl_c_inside_a_loop_rolls_the_step_back():
+    v = tf.Variable(0.0)
+
+    def body(i):
+        with tf.control_dependencies([tf.assign_add(v, 1.0)]):
+            return i + 1
+    long = tf.while_loop(lambda i: i < 10_000_000, body, [0])
+    short = tf.while_loop(lambda i: i < 5, body, [0])
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        timer = threading.Timer(0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            sess.run(long)
+        timer.join()
+        assert sess.run(v) == 0.0
+        assert sess.run(short) == 5 and sess.run(v) == 5.0
+
+
 def test_a_failed_iteration_rolls_back_the_whole_step():
     v = tf.Variable(0.0)
     table = tf.constant([1.0, 2.0, 3.0])
@@ -315,6 +356,15 @@ def test_a_failed_iteration_rolls_back_the_whole_step():
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices = 3 is not in \[0, 3\)"):
             sess.run(r)
         assert sess.run(v) == 0.0
+
+
+def test_an_error_inside_a_loop_body_names_the_failing_op():
+    x = tf.placeholder(tf.float32, [3])
+    r = tf.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s + tf.check_numerics(tf.log(x[i]), "bad log")),
+                      [0, 0.0])
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                             match=r"bad log : Tensor had NaN values\n.*node while/CheckNumerics"):
+        sess.run(r, {x: [1.0, -1.0, 2.0]})
 
 
 def test_threads_running_loops_in_one_session_count_exactly():

@@ -157,3 +157,26 @@ def test_a_loop_gradient_graph_round_trips_through_a_graph_def():
         expected = sess.run(grad, {x: 0.8})
     with tf.Session(graph=copy) as sess:
         assert sess.run(grad.name, {"x:0": 0.8}) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_sparse_gradient_of_a_loop_invariant_keeps_the_rows_of_every_iteration():
+    x = tf.placeholder(tf.float64, [3])
+    _, a = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + x[i] * x[i]), (0, tf.constant(0.0, tf.float64)))
+    g, = tf.gradients(a, x)
+    assert isinstance(g, tf.IndexedSlices)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(tf.convert_to_tensor(g), {x: [1.0, 2.0, 3.0]}), [2.0, 4.0, 6.0])
+
+
+def test_an_embedding_read_in_a_loop_trains_only_its_rows():
+    emb = tf.Variable(np.arange(12.0).reshape(4, 3))
+    ids = tf.constant([1, 3, 1])
+    _, total = tf.while_loop(lambda i, t: i < 3,
+                             lambda i, t: (i + 1, t + tf.reduce_sum(tf.gather(emb, ids[i]) ** 2)),
+                             (0, tf.constant(0.0, tf.float64)))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(total)
+    with tf.Session() as sess:
+        sess.run(emb.initializer)
+        sess.run(train)
+        rows = np.arange(12.0).reshape(4, 3)
+        np.testing.assert_allclose(sess.run(emb), [rows[0], 0.6 * rows[1], rows[2], 0.8 * rows[3]])
