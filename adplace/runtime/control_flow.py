@@ -124,10 +124,13 @@ def _single(ops: list, key: tuple):
     return ops[0]
 
 
-def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_error: Callable) -> Callable:
+def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_error: Callable,
+                read_predicate: Callable) -> Callable:
     """The step running `loop`: fed the values entering its loop variables then its invariants, it returns the
     values of its Exit ops. `compile_sub(fetches, feeds, frame)` compiles a sub-plan; `mover(src_op, dst_op)` the
-    copy between two ops' devices (None when they share one); `deadline_error(deadline, op)` the timeout's error."""
+    copy between two ops' devices (None when they share one); `deadline_error(deadline, op)` the timeout's error;
+    `read_predicate(value)` the predicate as a host value (a GPU's copied back on its device's stream: read off
+    it, a comparison's result could still be on its way)."""
     merges, switches = loop.merges, loop.switches
     merge_values = [m._outputs[0] for m in merges]
     merge_indices = [m._outputs[1] for m in merges]
@@ -148,6 +151,7 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
     exit_moves = [mover(merges[i], x) for i, x in zip(exit_at, loop.exits)]
     n_vars, loop_cond, has_switch = len(merges), loop.loop_cond, [s is not None for s in switches]
     first, later = [np.int32(0)] * n_vars, [np.int32(1)] * n_vars
+    direct = all(has_switch) and not any(switch_moves) and not any(next_moves)  # no copies between iterations
 
     def run(*values):
         state = [_moved(move, v) for move, v in zip(enter_moves, values[:n_vars])]
@@ -158,12 +162,13 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
         while True:
             if deadline is not None and time.perf_counter_ns() > deadline.at_ns:
                 raise deadline_error(deadline, loop_cond)
-            pred = cond_fn(state + indices + invariants)[0]
-            if not predicate(loop_cond, pred):
+            pred = read_predicate(cond_fn(state + indices + invariants)[0])
+            if not (bool(pred) if type(pred) is np.bool_ else predicate(loop_cond, pred)):  # NumPy's scalar: fast
                 break
-            through = [_moved(move, v) for move, v, has in zip(switch_moves, state, has_switch) if has]
+            through = state if direct else [_moved(move, v) for move, v, has in
+                                            zip(switch_moves, state, has_switch) if has]
             results = body_fn(state + indices + through + invariants + [pred])
-            state = [_moved(move, v) for move, v in zip(next_moves, results)]
+            state = results[:n_vars] if direct else [_moved(move, v) for move, v in zip(next_moves, results)]
             indices = later
         exits = tuple(_moved(move, state[i]) for move, i in zip(exit_moves, exit_at))
         return exits[0] if len(exits) == 1 else exits

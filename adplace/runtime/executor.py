@@ -473,7 +473,9 @@ def _add_loop_step(loop, slot_for, add_step, first_slot: list, where: list, dead
         a, b = device_of[src._id], device_of[dst._id]
         return None if a is b else ctx.transfer_kernel(a, b)
 
-    kernel = _control_flow.loop_kernel(loop, compile_sub, mover, deadline_exceeded)
+    made_on = device_of[loop.loop_cond._inputs[0]._op._id]
+    read_predicate = ctx.fetch_converter(made_on, False) if made_on.is_cuda else _fetch_raw
+    kernel = _control_flow.loop_kernel(loop, compile_sub, mover, deadline_exceeded, read_predicate)
     entering = loop.var_enters + loop.const_enters
     in_slots = tuple(slot_for(e._inputs[0], device_of[e._id]) for e in entering)
     n_out = len(loop.exits)

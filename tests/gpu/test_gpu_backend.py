@@ -520,6 +520,19 @@ def test_host_run_int32_kernels_read_device_inputs_on_the_device_stream(fake_gpu
     assert gets and {e[3] for e in gets} == {_stream_ptr(sess)}
 
 
+def test_a_loop_reads_its_gpu_predicate_on_the_device_stream(fake_gpu):
+    """A while loop's predicate computed on the GPU is read back every iteration on the device stream (found on an
+    H200: read off it, loops ended after 0 or 1 iterations under load)."""
+    with tf.device("/gpu:0"):
+        _, y = tf.while_loop(lambda i, y: y < 100.0, lambda i, y: (i + 1, y * 3.0), [0, tf.constant(1.0)])
+    sess = tf.Session()
+    sess.run(y)
+    start = len(fake_gpu.fake_log)
+    assert sess.run(y) == 243.0
+    gets = [e for e in _since(fake_gpu, start, "sync") if e[1] == "get"]
+    assert len(gets) >= 6 and {e[3] for e in gets} == {_stream_ptr(sess)}
+
+
 def test_threads_feeding_one_gpu_placeholder_each_get_their_own_value(fake_gpu, fast_switching):
     """The pinned staging buffer of a host->GPU copy is shared by every run of the plan: a thread must not refill it
     between another thread's fill and copy, or that copy uploads the wrong feed."""
