@@ -111,6 +111,8 @@ class Loop:
         self.switches = [next((c for c in m._consumers if c._type in SWITCHES and c._inputs[1]._op is self.loop_cond),
                               None) for m in self.merges]
         self.exits = [op for op in ops if op._type in EXITS and op._inputs[0]._op in self.switches]
+        # what a RefEnter's reference comes from (an Assign outside the loop) runs before the loop, not per iteration
+        self.outside_sources = frozenset(e._inputs[0]._op._id for e in mine if e._type == "RefEnter")
         for enter in mine:
             if not enter._attrs.get("is_constant") and enter not in entering:
                 raise errors.UnimplementedError(None, enter, f"Enter {enter.name} is neither a loop variable's nor a "
@@ -125,25 +127,28 @@ def _single(ops: list, key: tuple):
 
 
 def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_error: Callable,
-                read_predicate: Callable) -> Callable:
+                read_predicate: Callable, aliases: dict) -> Callable:
     """The step running `loop`: fed the values entering its loop variables then its invariants, it returns the
-    values of its Exit ops. `compile_sub(fetches, feeds, frame)` compiles a sub-plan; `mover(src_op, dst_op)` the
+    values of its Exit ops. `compile_sub(fetches, feeds, frame, done_op_ids, aliases)` compiles a sub-plan; `mover(src_op, dst_op)` the
     copy between two ops' devices (None when they share one); `deadline_error(deadline, op)` the timeout's error;
     `read_predicate(value)` the predicate as a host value (a GPU's copied back on its device's stream: read off
-    it, a comparison's result could still be on its way)."""
+    it, a comparison's result could still be on its way); `aliases`: the invariants that are a variable's value on
+    its own device, which the sub-plans read from the variable when they use them (TF's read aliases the variable's
+    buffer, which an Assign in the loop updates in place), in place of the value the loop started with."""
     merges, switches = loop.merges, loop.switches
     merge_values = [m._outputs[0] for m in merges]
     merge_indices = [m._outputs[1] for m in merges]
     switched = [s._outputs[1] for s in switches if s is not None]
-    consts = [e._outputs[0] for e in loop.const_enters]
+    consts = [e._outputs[0] for e in loop.const_enters if e._outputs[0] not in aliases]
     pred_tensor = loop.loop_cond._outputs[0]
     # ops the NextIteration or LoopCond ops wait on run in every iteration too (TF orders a gradient's stack pushes
     # before the next iteration that way)
     cond_plan = compile_sub([loop.loop_cond._inputs[0]] + list(loop.loop_cond._control_inputs),
-                            merge_values + merge_indices + consts, loop.key)
+                            merge_values + merge_indices + consts, loop.key, loop.outside_sources, aliases)
     body_plan = compile_sub([n._inputs[0] for n in loop.next_iterations] +
                             list(dict.fromkeys(c for n in loop.next_iterations for c in n._control_inputs)),
-                            merge_values + merge_indices + switched + consts + [pred_tensor], loop.key)
+                            merge_values + merge_indices + switched + consts + [pred_tensor], loop.key,
+                            loop.outside_sources, aliases)
     enter_moves = [mover(e, m) for e, m in zip(loop.var_enters, merges)]
     next_moves = [mover(n, m) for n, m in zip(loop.next_iterations, merges)]
     switch_moves = [mover(m, s) for m, s in zip(merges, switches) if s is not None]

@@ -300,12 +300,13 @@ class Plan:
 
 
 def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list,
-                 done_op_ids: frozenset | set = frozenset(), frame: tuple = ()) -> Plan:
+                 done_op_ids: frozenset | set = frozenset(), frame: tuple = (), aliases: dict | None = None) -> Plan:
     """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed.
 
     `done_op_ids`: ops that must not run again (a partial run's earlier steps); every output of theirs that the plan
     reads by value must be among `feed_tensors`. `frame`: a loop body's sub-plan (runtime/control_flow.py), whose
-    feeds are already on their devices and whose fetches are returned as they are.
+    feeds are already on their devices and whose fetches are returned as they are; `aliases` maps the loop
+    invariants its consumers read from a variable when they run to that variable's op.
     """
     fed = set(feed_tensors)  # Tensors hash by identity: they key dicts and sets without id() calls
     ops = graph._ops[:len(placement.device_by_op_id)]  # the placed ops: others may be added by other threads now
@@ -342,8 +343,8 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
         """The slot holding `t`'s value on `device`: a variable read, a fed value or an output, copied if needed."""
         if fed and t in fed_slot:
             slot = consumed_slot[t]
-        elif t._dtype._is_ref:  # a variable read by value: read its cell now, when the consumer runs (TF refs)
-            var_op = ref_variable(t)  # the VariableV2 itself, or the variable an Assign's output refers to
+        elif t._dtype._is_ref or aliases and t in aliases:  # a variable read by value: read its cell now, when the
+            var_op = aliases[t] if aliases and t in aliases else ref_variable(t)  # consumer runs (TF refs)
             var_device = device_of[var_op._id]
             add_step(kernel_for(var_op, var_device), (), len(where), var_op, var_device)
             where.append(var_device)
@@ -466,8 +467,8 @@ def _add_loop_step(loop, slot_for, add_step, first_slot: list, where: list, dead
     """One step running a while loop's frame (runtime/control_flow.py), reading the values entering it."""
     device_of = placement.device_by_op_id
 
-    def compile_sub(fetches, feeds, frame):
-        return compile_plan(graph, placement, ctx, fetches, feeds, frame=frame)
+    def compile_sub(fetches, feeds, frame, done_op_ids, aliases):
+        return compile_plan(graph, placement, ctx, fetches, feeds, done_op_ids, frame=frame, aliases=aliases)
 
     def mover(src, dst):
         a, b = device_of[src._id], device_of[dst._id]
@@ -475,8 +476,15 @@ def _add_loop_step(loop, slot_for, add_step, first_slot: list, where: list, dead
 
     made_on = device_of[loop.loop_cond._inputs[0]._op._id]
     read_predicate = ctx.fetch_converter(made_on, False) if made_on.is_cuda else _fetch_raw
-    kernel = _control_flow.loop_kernel(loop, compile_sub, mover, deadline_exceeded, read_predicate)
-    entering = loop.var_enters + loop.const_enters
+    aliases = {}  # a variable's value entering on the variable's own device: read when used, as TF's aliased read
+    for enter in loop.const_enters:
+        source = enter._inputs[0]._op
+        if source._type == "Identity" and source._inputs[0]._dtype._is_ref:
+            var_op = ref_variable(source._inputs[0])
+            if device_of[var_op._id] is device_of[enter._id]:
+                aliases[enter._outputs[0]] = var_op
+    kernel = _control_flow.loop_kernel(loop, compile_sub, mover, deadline_exceeded, read_predicate, aliases)
+    entering = loop.var_enters + [e for e in loop.const_enters if e._outputs[0] not in aliases]
     in_slots = tuple(slot_for(e._inputs[0], device_of[e._id]) for e in entering)
     n_out = len(loop.exits)
     if dead is not None and any(s in dead for s in in_slots):

@@ -41,7 +41,7 @@ from adplace.runtime.run_metadata import fill_run_metadata
 from adplace.runtime.step_errors import step_error
 from adplace.runtime.step_runner import StepRunner, clock_pair
 from adplace.runtime.targets import check_target, no_session_factory
-from adplace.runtime.variable_state import interrupts_deferred, rollback
+from adplace.runtime.variable_state import InterruptHold, rollback
 
 _DeviceAttributes = _devices.DeviceAttributes  # TF's name for what list_devices() returns
 
@@ -213,8 +213,20 @@ class BaseSession:
             slot.journal = journal
             result = build(plan.fn(feeds) if observed is None else observed())
         except BaseException as exc:
-            with interrupts_deferred():
+            # Hold Ctrl-C back before undoing. Until the hold is in place, a Ctrl-C raises at the first call (inside
+            # InterruptHold's, too): caught and retried here, with no call outside the try, then raised after the undo.
+            hold = late = None
+            while hold is None:
+                try:
+                    hold = InterruptHold()
+                except BaseException as interrupt:  # noqa: BLE001 - raised once the step is undone
+                    late = interrupt
+            try:
                 kept = rollback(journal)
+            finally:
+                hold.release()
+            if late is not None:
+                raise late from exc
             wrapped = step_error(plan, exc, kept)
             if wrapped is exc:
                 raise

@@ -99,7 +99,9 @@ class BlasLimiter:
     """Limits the BLAS libraries' threads to `n` while a step runs (no-op when n == 0 or threadpoolctl is absent)."""
 
     _controller = None
-    _warned = False
+    # threadpoolctl failed to import: not tried again. Each try cost ~25 us a parallel step and went through the
+    # import lock on the caller's thread, where a Ctrl-C landing inside importlib can leave it held (workers hang).
+    _missing = False
 
     def __init__(self, n: int):
         self.n = n
@@ -115,14 +117,13 @@ class BlasLimiter:
 
     @classmethod
     def _get_controller(cls):
-        if cls._controller is None:
+        if cls._controller is None and not cls._missing:
             try:
                 from threadpoolctl import ThreadpoolController
             except ImportError:
-                if not cls._warned:
-                    cls._warned = True
-                    _log.warning('intra_op_parallelism_threads is not applied: it needs threadpoolctl '
-                                 '(pip install "adplace[threads]")')
+                cls._missing = True
+                _log.warning('intra_op_parallelism_threads is not applied: it needs threadpoolctl '
+                             '(pip install "adplace[threads]")')
                 return None
             cls._controller = ThreadpoolController()
         return cls._controller

@@ -102,9 +102,13 @@ class VariableCell:
         self.mutating = False
 
     def store(self, new, journal: list | None) -> None:
-        """Replace the value; the caller holds `self.lock`. The step's journal gets (cell, old value, old version)."""
+        """Replace the value; the caller holds `self.lock`. The step's journal gets (cell, old value, old version).
+
+        No call between the record and the write (`+=`, not append): Python runs a SIGINT handler only at function
+        starts, after calls of C functions and at backward jumps, so Ctrl-C cannot land after the record but before
+        the write (a record of a write that never happened would make the undo keep the step's earlier writes)."""
         if journal is not None:
-            journal.append((self, self.value, self.version))
+            journal += ((self, self.value, self.version),)
         self.value = new
         self.version += 1
 
@@ -135,7 +139,8 @@ def write_rows(cells: list, new_values, values, journal: list | None):
     targets)` writes rows into the arrays `targets[i](old, rows, view_shape)` gives, the stored array itself where
     `claim_in_place` allows (its old rows journaled; restored on any error) and a copy elsewhere. Ctrl-C is held
     back until the write is whole and journaled, so a step's undo always finds what it needs."""
-    with interrupts_deferred():
+    hold = InterruptHold()  # before the try: a Ctrl-C reaching the old handler here finds nothing written
+    try:
         in_place = [cell.claim_in_place() if cell not in cells[:i] else False for i, cell in enumerate(cells)]
         undos: list = [None] * len(cells)
 
@@ -161,6 +166,8 @@ def write_rows(cells: list, new_values, values, journal: list | None):
                 cell.mutating = False
                 cell.store(new, journal)
         return news[0]
+    finally:
+        hold.release()
 
 
 def _references(value) -> int:
@@ -285,42 +292,69 @@ class StepGate:
                     self._opened.notify_all()
 
 
-@contextlib.contextmanager
-def interrupts_deferred(cancel: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold back SIGINT (Ctrl-C) until the block ends, so an undo is never cut in half; then deliver it.
+class InterruptHold:
+    """Ctrl-C (SIGINT) held back from creation to `release()`, which delivers it then; a no-op off the main thread
+    (only the main thread receives signals in Python) or where signals are unavailable (an embedded interpreter).
 
-    With `cancel` (a parallel run), SIGINT's handler runs when the signal arrives; if it raises (KeyboardInterrupt),
-    `cancel()` is called (it must take no lock: the block may hold it) and the exception is raised when the block
-    ends. Only the main thread receives signals in Python; elsewhere the block runs as it is.
+    With `cancel` (a parallel run), the previous handler runs when the signal arrives; if it raises
+    (KeyboardInterrupt), `cancel()` is called (it must take no lock: the holder may hold it) and the exception is
+    raised by `release()`. Otherwise the signal is recorded and handed to the previous handler by `release()`.
+
+    Creating a hold can itself raise: signal.signal hands a SIGINT still pending to the old handler before it
+    installs the new one. Where Ctrl-C must not skip what follows (a step's undo: session._execute_step), create it
+    in a loop that catches that exception and raises it once done.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list = []
-    previous = _signal.getsignal(signal.SIGINT)
 
-    def hold(signum, frame):
-        if cancel is None or not callable(previous):
-            caught.append(frame)
+    __slots__ = ("previous", "cancel", "installed", "pending", "frame", "raised")
+
+    def __init__(self, cancel: Callable[[], None] | None = None):
+        self.installed = self.pending = False
+        self.frame = self.raised = None
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self.previous = _signal.getsignal(signal.SIGINT)
+        self.cancel = cancel if callable(self.previous) else None
+        try:
+            _signal.signal(signal.SIGINT, self._hold)
+        except (ValueError, OSError):  # signals unavailable here
+            return
+        self.installed = True
+
+    def _hold(self, signum, frame) -> None:
+        if self.cancel is None:
+            if not self.pending:
+                self.pending, self.frame = True, frame
             return
         try:
-            previous(signum, frame)
-        except BaseException as exc:  # noqa: BLE001 - raised when the block ends
-            caught.append(exc)
-            cancel()
-    try:
-        _signal.signal(signal.SIGINT, hold)
-    except (ValueError, OSError):  # signals unavailable here (an embedded interpreter)
-        yield
-        return
+            self.previous(signum, frame)
+        except BaseException as exc:  # noqa: BLE001 - raised by release()
+            if self.raised is None:
+                self.raised = exc
+            self.cancel()
+
+    def release(self) -> None:
+        """Reinstall the previous handler, then deliver what was held: raise the exception a cancelling hold kept,
+        or hand a recorded SIGINT to the previous handler as if it arrived now."""
+        if not self.installed:
+            return
+        self.installed = False
+        previous = self.previous
+        _signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)  # None: set outside Python
+        if self.raised is not None:
+            raised, self.raised = self.raised, None
+            raise raised
+        if self.pending:
+            if callable(previous):
+                previous(signal.SIGINT, self.frame)
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def interrupts_deferred(cancel: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold back SIGINT (Ctrl-C) until the block ends, then deliver it (an `InterruptHold` around the block)."""
+    hold = InterruptHold(cancel)
     try:
         yield
     finally:
-        _signal.signal(signal.SIGINT, previous)
-        if caught:
-            if isinstance(caught[0], BaseException):
-                raise caught[0]
-            if callable(previous):
-                previous(signal.SIGINT, caught[0])
-            elif previous == signal.SIG_DFL:
-                signal.raise_signal(signal.SIGINT)
+        hold.release()

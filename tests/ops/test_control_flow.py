@@ -266,14 +266,66 @@ def test_variables_assigned_and_read_in_the_body():
         assert sess.run([v, log]) == [3.0, 6.0]
 
 
-def test_a_variable_read_outside_the_loop_is_a_loop_invariant():
-    """As in TF: `v` converted outside the body is read once, when the loop starts."""
-    v = tf.Variable(2.0)
-    value = v.value()
-    r = tf.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s + value), [0, 0.0])
+def test_a_variable_used_in_a_loop_is_read_when_used_as_tfs_aliased_read():
+    """TF's `v` in a body is the variable's snapshot entered as a loop invariant, but the snapshot aliases the
+    variable's buffer, which an Assign updates in place: on the variable's device the body sees the current value."""
+    a, b = tf.Variable(0), tf.Variable(0)
+
+    def body(i):
+        bumped = tf.assign_add(a, 1)
+        with tf.control_dependencies([bumped]):
+            summed = tf.assign_add(b, a)  # reads a after this iteration's bump
+        with tf.control_dependencies([summed]):
+            return i + 1
+    r = tf.while_loop(lambda i: i < 10, body, [0])
+    outside = tf.assign_add(a, 1)  # built outside the loop: runs once, before it
+    c = tf.Variable(0)
+
+    def count(i):
+        with tf.control_dependencies([tf.assign_add(c, outside)]):
+            return i + 1
+    r2 = tf.while_loop(lambda i: i < 10, count, [0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(r)
+        assert sess.run([a, b]) == [10, 55]
+        sess.run(r2)
+        assert sess.run([a, c]) == [11, 110]
+
+
+def test_a_loop_predicate_reading_a_variable_the_body_updates_stops():
+    b = tf.Variable(0)
+
+    def body(x):
+        with tf.control_dependencies([tf.assign_add(b, 1)]):
+            return tf.identity(b)
+    r = tf.while_loop(lambda _: b < 10, body, [b], parallel_iterations=1)
+    v = tf.get_variable("v", [], initializer=tf.constant_initializer(2.0))
+
+    def square(i):
+        done = tf.cond(tf.constant(True), lambda: tf.assign(v, tf.square(v)), lambda: v)
+        with tf.control_dependencies([done]):
+            return i + 1
+    r2 = tf.while_loop(lambda i: i < 4, square, [0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(r) == 10 and sess.run(b) == 10
+        assert sess.run(r2) == 4 and sess.run(v) == 65536.0
+
+
+def test_a_variable_on_another_device_enters_a_loop_once(gpus):
+    """As in TF, where the copy to the loop's device does not alias: a CPU variable used in a GPU loop is copied
+    when the loop starts, not read again each iteration."""
+    with tf.device("/cpu:0"):
+        v = tf.Variable(1.0)
+    with tf.device("/gpu:0"):
+        def body(i, s):
+            with tf.control_dependencies([tf.assign_add(v, 1.0)]):
+                return i + 1, s + v * 1.0
+        _, total = tf.while_loop(lambda i, s: i < 3, body, [0, 0.0])
     with tf.Session() as sess:
         sess.run(v.initializer)
-        assert sess.run(r)[1] == 6.0
+        assert sess.run(total) == 3.0 and sess.run(v) == 4.0
 
 
 def test_a_loop_in_an_untaken_branch_does_not_run():
