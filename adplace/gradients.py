@@ -201,8 +201,8 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
         grad_ys = _default_grad_ys(ys, grad_ys, colocate_gradients_with_ops)
         to_ops, from_ops = [y.op for y in ys], [x.op for x in xs]
         between = _between_ops(to_ops, from_ops)
-        unused_exits = _unused_loop_exits(between)
-        between.update(unused_exits)
+        loop_exits = _LoopExits(between)
+        between.update(loop_exits.unused_ops())
         pending = collections.Counter(t._op for op in between for t in op._inputs if t._op in between)
         exits_pending = collections.Counter(t._op for op in between if op._type == "Exit" for t in op._inputs
                                             if t._op in between)
@@ -217,12 +217,16 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
 
         for y, grad_y in zip(ys, grad_ys):
             add_grad(y, grad_y)
-        for op in unused_exits:  # an Exit the ys do not read still starts its loop variable's backward path
-            add_grad(op._outputs[0], array_ops.zeros_like(op._outputs[0]))
-        queue = collections.deque(dict.fromkeys(op for op in to_ops + unused_exits if op in between and
-                                                pending[op] == 0))
+        queue = collections.deque(dict.fromkeys(op for op in to_ops if op in between and pending[op] == 0))
         while queue:
             op = queue.popleft()
+            if op._type == "Exit":
+                ready, woken = loop_exits.arrive(op, grads.get(op))
+                queue.extend(woken)
+                if not ready:
+                    continue  # no gradient into its loop yet: it waits (its Switch stays pending)
+                if not grads.get(op, [[]])[0]:  # another Exit of its loop has one: zeros, as TF
+                    add_grad(op._outputs[0], array_ops.zeros_like(op._outputs[0]))
             loop_switch = while_grad.is_loop_switch(op)
             first_visit = loop_switch and op not in first_visits
             with _colocated(op, colocate_gradients_with_ops), while_grad.grad_context(op):
@@ -262,16 +266,39 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
         return [_result(grads, x, unconnected) for x in xs]
 
 
-def _unused_loop_exits(between: set) -> list:
-    """The Exits of loop variables the ys do not read whose loop Switch is on the path anyway (the variable feeds
-    others in the body): their gradient is zero, but TF starts it, so the variable's backward merge exists."""
-    found = []
-    for op in between:
-        if while_grad.is_loop_switch(op):
-            for consumer in op._outputs[0].consumers():
-                if consumer._type == "Exit" and consumer not in between and _is_differentiable(consumer._outputs[0]):
-                    found.append(consumer)
-    return sorted(found, key=lambda op: op._id)
+class _LoopExits:
+    """The Exits of forward while loops in one gradient pass. A loop's backward path starts when one of its Exits
+    gets a gradient; its Exits without one then start with zeros (TF's unused and deferred loop exits), so every
+    loop variable's backward merge exists. A loop none of whose Exits gets a gradient builds nothing."""
+
+    def __init__(self, between: set):
+        self._unused: dict = {}    # loop -> Exits of variables the ys do not read whose Switch is on the path
+        self._deferred: dict = {}  # loop -> Exits that came without a gradient before the loop had one
+        self._started: set = set()
+        for op in sorted(between, key=_op_id):
+            if while_grad.is_loop_switch(op):
+                for consumer in op._outputs[0].consumers():
+                    if consumer._type == "Exit" and consumer not in between and \
+                            _is_differentiable(consumer._outputs[0]):
+                        self._unused.setdefault(op._control_flow_context, []).append(consumer)
+
+    def unused_ops(self) -> list:
+        return [op for ops in self._unused.values() for op in ops]
+
+    def arrive(self, op: Operation, incoming) -> tuple[bool, list]:
+        """An Exit about to be processed, with its incoming gradient lists: (process it now?, Exits to queue)."""
+        loop = op._inputs[0]._op._control_flow_context
+        if loop in self._started:
+            return True, []
+        if incoming is None or not incoming[0]:
+            self._deferred.setdefault(loop, []).append(op)
+            return False, []
+        self._started.add(loop)
+        return True, self._unused.pop(loop, []) + self._deferred.pop(loop, [])
+
+
+def _op_id(op: Operation) -> int:
+    return op._id
 
 
 def _op_input_grads(op: Operation, out_grads: list, differentiate: bool, gate: bool) -> list:

@@ -385,14 +385,25 @@ def test_ctrl_c_inside_a_loop_rolls_the_step_back():
     long = tf.while_loop(lambda i: i < 10_000_000, body, [0])
     short = tf.while_loop(lambda i: i < 5, body, [0])
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's Ctrl-C, whatever the runner set
+    stop = threading.Event()
+
+    def press_ctrl_c():  # until the run stops: one landing in a gc callback (hypothesis installs one) is swallowed
+        stop.wait(0.2)
+        while not stop.is_set():
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            stop.wait(0.05)
     try:
         with tf.Session() as sess:
             sess.run(v.initializer)
-            timer = threading.Timer(0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
-            timer.start()
-            with pytest.raises(KeyboardInterrupt):
-                sess.run(long)
-            timer.join()
+            presser = threading.Thread(target=press_ctrl_c)
+            presser.start()
+            try:
+                with pytest.raises(KeyboardInterrupt):
+                    sess.run(long)
+            finally:
+                signal.signal(signal.SIGINT, lambda signum, frame: None)  # a press still on its way is dropped
+                stop.set()
+                presser.join()
             assert sess.run(v) == 0.0
             assert sess.run(short) == 5 and sess.run(v) == 5.0
     finally:
