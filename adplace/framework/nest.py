@@ -55,20 +55,25 @@ def _pack(structure, flat: list):
     return type(structure)(items), flat
 
 
-def _shape_of(structure):
-    """The nesting of `structure` with every leaf replaced by None, for comparing structures."""
+def _shape_of(structure, check_types: bool = False):
+    """The nesting of `structure` with every leaf replaced by None, for comparing structures (with the sequence
+    types when `check_types`)."""
     if not is_sequence(structure):
         return None
-    kind = "dict" if isinstance(structure, dict) else "sequence"
+    kind = type(structure) if check_types else "dict" if isinstance(structure, dict) else "sequence"
     keys = tuple(sorted(structure)) if isinstance(structure, dict) else len(structure)
-    return (kind, keys, tuple(_shape_of(c) for c in _children(structure)))
+    return (kind, keys, tuple(_shape_of(c, check_types) for c in _children(structure)))
 
 
-def assert_same_structure(first, second) -> None:
-    """ValueError, with TF's wording, unless both have the same nesting (leaf values may differ)."""
+def assert_same_structure(first, second, check_types: bool = False) -> None:
+    """ValueError, with TF's wording, unless both have the same nesting (leaf values may differ); with
+    `check_types`, TypeError unless their sequences have the same types too (a list is not a tuple)."""
     if _shape_of(first) != _shape_of(second):
         raise ValueError(f"The two structures don't have the same nested structure.\n\nFirst structure: {first!r}"
                          f"\n\nSecond structure: {second!r}")
+    if check_types and _shape_of(first, True) != _shape_of(second, True):
+        raise TypeError(f"The two structures don't have the same sequence type. First structure has type "
+                        f"{type(first)}, while second structure has type {type(second)}.")
 
 
 def map_structure(fn, *structures):

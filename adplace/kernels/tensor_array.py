@@ -136,6 +136,8 @@ class TensorArrayStore:
         if dtype is not self.dtype:
             raise self._fail(f"Could not write to TensorArray index {index} because the value dtype is "
                              f"{tf_type_name(dtype)} but TensorArray dtype is {tf_type_name(self.dtype)}.")
+        if not hasattr(value, "shape"):  # a string element unstacked from an object array is a bare `bytes`
+            value = np.asarray(value, dtype=object)
         shape = tuple(value.shape)
         if not _compatible(self.element_shape, shape):
             raise self._fail(f"Could not write to TensorArray index {index} because the value shape is "

@@ -12,9 +12,11 @@ context's pivot, so it runs only when the branch is taken or the iteration runs,
 from __future__ import annotations
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import register_op
 from adplace.framework.tensor_shape import TensorShape
+from adplace.ops import array_ops, math_ops
 from adplace.ops.op_builder import SCALAR, apply_op, shapes_text
 
 LOOP_EXITS = frozenset({"Exit"})
@@ -78,16 +80,40 @@ def _t_attr(t: Tensor) -> dict:
     return {"T": t._dtype.base_dtype}
 
 
-def switch(data: Tensor, pred: Tensor, name: str | None = None) -> tuple:
-    """(output_false, output_true): `data` on the output `pred` selects; the other output is dead (tf.switch)."""
+def switch(data, pred: Tensor, name: str | None = None) -> tuple:
+    """(output_false, output_true): `data` on the output `pred` selects; the other output is dead (tf.switch). An
+    IndexedSlices is switched part by part."""
+    if isinstance(data, IndexedSlices):
+        parts = [switch(t, pred, name) for t in _slices_parts(data)]
+        return tuple(IndexedSlices(*(p[side] for p in parts)) for side in (0, 1))
     op_type = "RefSwitch" if data._dtype._is_ref else "Switch"
     return apply_op(op_type, [data, pred], _t_attr(data), name or "Switch")._outputs
 
 
 def merge(inputs, name: str | None = None) -> tuple:
-    """(output, value_index): the first live input and its index (TF's control_flow_ops.merge)."""
+    """(output, value_index): the first live input and its index (TF's control_flow_ops.merge). When one input is
+    an IndexedSlices, all are taken as IndexedSlices (a dense one: all its rows) and merged part by part."""
     inputs = list(inputs)
+    if any(isinstance(t, IndexedSlices) for t in inputs):
+        slices = [t if isinstance(t, IndexedSlices) else _all_rows(t) for t in inputs]
+        if len({s.indices.dtype.base_dtype for s in slices}) > 1:  # int32 and int64 indices: int64, as TF
+            slices = [IndexedSlices(s.values, math_ops.cast(s.indices, _dtypes.int64), s.dense_shape) for s in slices]
+        values, index = merge([s.values for s in slices], name)
+        indices = merge([s.indices for s in slices], name)[0]
+        shapes = [s.dense_shape for s in slices]
+        dense_shape = None if any(d is None for d in shapes) else merge(shapes, name)[0]
+        return IndexedSlices(values, indices, dense_shape), index
     return apply_op("Merge", inputs, {**_t_attr(inputs[0]), "N": len(inputs)}, name or "Merge")._outputs
+
+
+def _slices_parts(value: IndexedSlices) -> list:
+    return [value.values, value.indices] + ([] if value.dense_shape is None else [value.dense_shape])
+
+
+def _all_rows(t: Tensor) -> IndexedSlices:
+    """A dense tensor as the IndexedSlices of all its rows."""
+    shape = array_ops.shape(t, optimize=False)  # computed from `t`, so dead exactly when `t` is
+    return IndexedSlices(t, math_ops.range(shape[0]), shape)
 
 
 def builder(op_type: str, inputs: list, attrs: dict, name: str, context=False) -> Operation:

@@ -23,7 +23,11 @@ def _switch_grad(op, false_grad, true_grad):
     if loop is not None and op._inputs[1]._op._type == "LoopCond":
         from adplace.ops import while_grad  # noqa: PLC0415 - the backward-loop machinery, built on this module
         return while_grad.loop_switch_grad(op, false_grad, true_grad)
-    return merge([false_grad, true_grad], name="cond_grad")[0], None
+    if isinstance(op._control_flow_context, CondContext):  # a cond's: each branch's gradient is dead when untaken
+        return merge([false_grad, true_grad], name="cond_grad")[0], None
+    # a bare Switch: gate each output's gradient by the predicate, as its output was
+    pred = op._inputs[1]
+    return merge([switch(false_grad, pred)[0], switch(true_grad, pred)[1]])[0], None
 
 
 @RegisterGradient("RefSwitch")

@@ -7,6 +7,7 @@ graph exports to TF's GraphDef and back. The runtime runs the loop's frame (adpl
 """
 from __future__ import annotations
 
+import builtins
 import functools
 
 from adplace.framework import dtypes as _dtypes
@@ -59,15 +60,18 @@ def _pack(structure, tensors: list):
 
 
 # --- cond --------------------------------------------------------------------------------------------------------
-def _branch(context: CondContext, fn):
-    """Build one branch in its context: (what fn returned, its tensors as seen outside the branch's switches)."""
+def _branch(context: CondContext, fn, strict: bool):
+    """Build one branch in its context: (what fn returned, an op in it replaced by the predicate's value after the
+    op as TF does, and a one-element list or tuple unpacked unless `strict`; its tensors as seen outside the
+    branch's switches)."""
     with context:
         result = fn()
         if result is None:
             return None, []
-        if isinstance(result, Operation):  # a branch that returns an op yields the pivot, after the op
-            with control_dependencies([result]):
-                return result, [array_ops.identity(context.pivot)]
+        if not strict and isinstance(result, (list, builtins.tuple)) and len(result) == 1:
+            result = result[0]
+        if isinstance(result, Operation):
+            result = _gated(context, result)
         leaves = nest.flatten(result)
         if any(isinstance(leaf, Operation) for leaf in leaves):
             leaves = [_gated(context, leaf) if isinstance(leaf, Operation) else leaf for leaf in leaves]
@@ -84,7 +88,8 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: str | No
     """`true_fn()` if `pred` else `false_fn()`, in the graph (tf.cond): only the taken branch's ops run.
 
     Both functions must return the same structure of the same dtypes; a one-element list or tuple is unpacked
-    unless `strict`. Tensors the branches use from outside enter through Switch ops on `pred`.
+    unless `strict`; a branch returning an op gives the predicate's value once the op ran. Tensors the branches
+    use from outside enter through Switch ops on `pred`.
     """
     true_fn = true_fn if fn1 is None else fn1
     false_fn = false_fn if fn2 is None else fn2
@@ -101,30 +106,25 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: str | No
         pivot_false = array_ops.identity(p_false, name="switch_f")
         pred = array_ops.identity(pred, name="pred_id")
         graph = pred.graph
-        result_t, flat_t = _branch(CondContext(graph, pred, pivot_true, 1), true_fn)
-        result_f, flat_f = _branch(CondContext(graph, pred, pivot_false, 0), false_fn)
-        if (result_t is None) != (result_f is None) or isinstance(result_t, Operation) != \
-                isinstance(result_f, Operation):
-            raise ValueError(f"true_fn and false_fn must return the same kind of value: {result_t!r} and "
+        result_t, flat_t = _branch(CondContext(graph, pred, pivot_true, 1), true_fn, strict)
+        result_f, flat_f = _branch(CondContext(graph, pred, pivot_false, 0), false_fn, strict)
+        if (result_t is None) != (result_f is None):
+            raise ValueError(f"true_fn and false_fn must both return something or both nothing: {result_t!r} and "
                              f"{result_f!r}")
         if result_t is None:
             return None
-        if not isinstance(result_t, Operation):
-            nest.assert_same_structure(result_t, result_f)
-            if len(flat_t) != len(flat_f):
-                raise ValueError(f"true_fn and false_fn return different composite values: {result_t!r} and "
-                                 f"{result_f!r}")
+        if strict:
+            nest.assert_same_structure(result_t, result_f, check_types=True)
+        nest.assert_same_structure(result_t, result_f)
+        if len(flat_t) != len(flat_f):
+            raise ValueError(f"true_fn and false_fn return different composite values: {result_t!r} and "
+                             f"{result_f!r}")
         for t, f in zip(flat_t, flat_f):
             if t.dtype.base_dtype is not f.dtype.base_dtype:
                 raise ValueError(f"Outputs of true_fn and false_fn must have the same type: {t.dtype.name}, "
                                  f"{f.dtype.name}")
         merges = [merge([f, t])[0] for f, t in zip(flat_f, flat_t)]
-        if isinstance(result_t, Operation):
-            return merges[0].op
-        packed = _pack(result_t, merges)
-        if not strict and isinstance(packed, (list, tuple)) and not hasattr(packed, "_fields") and len(packed) == 1:
-            return packed[0]
-        return packed
+        return _pack(result_t, merges)
 
 
 def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = False, name: str = "case"):
@@ -140,8 +140,9 @@ def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = Fa
     if not pairs and default is None:
         raise ValueError("Must provide at least one of default or pred_fn_pairs")
     with name_scope(name, "case", [p for p, _ in pairs]):
-        if default is None:  # TF: the last function is the default
-            *pairs, (_, default) = pairs
+        if default is None:  # TF: the last function is the default, checking that its predicate holds
+            *pairs, (last_pred, last_fn) = pairs
+            default = functools.partial(_asserted_default, [p for p, _ in pairs] + [last_pred], last_fn)
         preds = [convert_to_tensor(p) for p, _ in pairs]
         for p in preds:
             if p.dtype.base_dtype is not _dtypes.bool:
@@ -161,21 +162,52 @@ def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = Fa
         return fn()
 
 
+def _asserted_default(preds: list, fn):
+    """`fn()`, after an Assert that its predicate (the last of `preds`) is true: no condition true is an error."""
+    from adplace.ops import check_ops  # noqa: PLC0415
+    check = check_ops.Assert(convert_to_tensor(preds[-1]), ["Input error: None of conditions evaluated as True:",
+                                                           array_ops.stack([convert_to_tensor(p) for p in preds])])
+    with control_dependencies([check]):
+        result = fn()
+        return nest.map_structure(lambda t: array_ops.identity(t) if isinstance(t, Tensor) else t, result)
+
+
 def switch_case(branch_index, branch_fns, default=None, name: str = "switch_case"):
     """`branch_fns[branch_index]()`, or `default()` (the last branch when None) for an index out of range
-    (tf.switch_case), as nested conds."""
-    fns = sorted(branch_fns.items()) if isinstance(branch_fns, dict) else list(enumerate(branch_fns))
-    if not fns:
-        raise ValueError("Must provide at least one item in branch_fns")
-    for _, fn in fns:
-        if not callable(fn):
-            raise TypeError("fn must be callable.")
+    (tf.switch_case), as nested conds. `branch_fns`: a list of functions, or of (int, function) pairs, or a dict,
+    with the keys 0..n-1."""
+    if not isinstance(branch_index, Tensor):
+        raise TypeError(f"branch_index must a Tensor, got {type(branch_index)}")
+    if not branch_index.dtype.is_integer:
+        raise TypeError(f"branch_index must an integer Tensor, got {branch_index.dtype}")
+    fns = _indexed_branches(branch_fns)
     with name_scope(name, "switch_case", [branch_index]):
-        index = convert_to_tensor(branch_index, name="branch_index")
-        if index.dtype.base_dtype is not _dtypes.int32:
-            raise TypeError(f"branch_index must an int32 Tensor: {index.name}")
-        fallback = default if default is not None else fns[-1][1]
-        return case([(math_ops.equal(index, k), f) for k, f in fns], default=fallback)
+        fallback = default if default is not None else fns[-1]
+        return case([(math_ops.equal(branch_index, k), f) for k, f in enumerate(fns)], default=fallback)
+
+
+def _indexed_branches(branch_fns) -> list:
+    """switch_case's branches in key order, checked as TF checks them."""
+    if not branch_fns:
+        raise ValueError("Must provide at least one item in branch_fns")
+    if not isinstance(branch_fns, (list, builtins.tuple, dict)):
+        raise TypeError("branch_fns must be a list, tuple, or dict")
+    pairs = list(branch_fns.items()) if isinstance(branch_fns, dict) else list(branch_fns)
+    if all(callable(fn) for fn in pairs):
+        pairs = list(enumerate(pairs))
+    for pair in pairs:
+        if not isinstance(pair, builtins.tuple) or len(pair) != 2:
+            raise TypeError("Each entry in branch_fns must be a 2-tuple")
+        key, fn = pair
+        if not isinstance(key, int):
+            raise TypeError(f"key must be a Python `int`, got {type(key)}")
+        if not callable(fn):
+            raise TypeError(f"fn for key {key} must be callable.")
+    keys = sorted(k for k, _ in pairs)
+    if keys != list(range(len(keys))):
+        raise ValueError(f"branch indices (keys) must form contiguous range of [0 to {len(keys)}) but found "
+                         f"{{{','.join(map(str, keys))}}}")
+    return [fn for _, fn in sorted(pairs, key=lambda pair: pair[0])]
 
 
 # --- while_loop --------------------------------------------------------------------------------------------------
@@ -221,8 +253,15 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                swap_memory, maximum_iterations)
         result = _build_loop(context, cond, body, structure, shape_invariants)
         if maximum_iterations is not None:
-            return result[1]
-        return result[0] if pack_one else result
+            result = result[1]
+            if pack_one:
+                return result
+        elif pack_one:
+            return result[0]
+        leaves = nest.flatten(result)
+        if not return_same_structure and len(leaves) == 1:  # TF: loop variables that flatten to one come back as it
+            return leaves[0]
+        return result
 
 
 def _first(shape_invariants):

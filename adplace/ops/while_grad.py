@@ -16,6 +16,7 @@ import contextlib
 import threading
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import control_dependencies
 from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.tensor_shape import TensorShape
@@ -235,11 +236,21 @@ def _loop_of_context(context):
     return context
 
 
+def _called_inside(forward: WhileContext) -> bool:
+    """Is the running tf.gradients call made inside `forward`'s body? Its gradients then stay in the iteration."""
+    context = getattr(_active, "call_context", None)
+    while context is not None:
+        if context is forward:
+            return True
+        context = context.outer
+    return False
+
+
 def grad_context(op: Operation):
     """The context an op's gradient is built in: the backward loop of the loop it is in (an Exit: of the loop it
-    leaves), or none."""
+    leaves), or none (also for tf.gradients called inside that loop's body)."""
     forward = _loop_of(op._inputs[0]._op) if op._type == "Exit" else _loop_of(op)
-    if forward is None or getattr(_active, "states", None) is None:
+    if forward is None or getattr(_active, "states", None) is None or _called_inside(forward):
         return contextlib.nullcontext()
     if isinstance(forward, GradWhileContext):
         raise NotImplementedError(f"The gradient of a gradient's while loop ({op.name}) is not built")
@@ -257,11 +268,17 @@ def exit_grad(op: Operation, grad):
     if grad is None:
         return None
     state = state_for(forward)
-    return state.grad.enter(grad, is_constant=False, name="b_exit")
+    return state.grad.enter(_dense(grad), is_constant=False, name="b_exit")
+
+
+def _dense(grad):
+    """A gradient crossing a backward loop's frame as a dense tensor (its loop variables keep one shape)."""
+    return convert_to_tensor(grad) if isinstance(grad, IndexedSlices) else grad
 
 
 def loop_switch_grad(op: Operation, false_grad, true_grad) -> tuple:
     """A loop Switch, visited twice: from its Exit (start the gradient's merge) and from the body (close it)."""
+    false_grad, true_grad = _dense(false_grad), _dense(true_grad)
     state = state_for(_loop_of(op))
     merge_grad = state.switch_map.get(op)
     if merge_grad is not None:
@@ -281,7 +298,7 @@ def loop_merge_grad(op: Operation, grad) -> list:
     """A loop variable's Merge: the gradient leaves the backward loop (to the Enter) or goes round (to
     NextIteration)."""
     state = state_for(_loop_of(op))
-    false, true = switch(grad, state.grad.loop_cond)
+    false, true = switch(_dense(grad), state.grad.loop_cond)
     return [false, true]
 
 
@@ -289,8 +306,8 @@ def enter_grad(op: Operation, grad):
     """At an Enter the gradient leaves the backward loop: a loop variable's directly, a loop invariant's summed over
     the iterations."""
     forward = op._control_flow_context
-    if grad is None or not isinstance(forward, WhileContext) or not forward.back_prop:
-        return grad
+    if grad is None or not isinstance(forward, WhileContext) or not forward.back_prop or _called_inside(forward):
+        return grad  # (called inside the loop: the value entering is the same in this iteration)
     state = state_for(forward)
     graph, context = op._graph, state.grad
     if not op._attrs.get("is_constant"):

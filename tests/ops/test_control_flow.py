@@ -40,17 +40,15 @@ def test_only_the_taken_branch_runs_its_side_effects():
         assert sess.run(v) == 101.0
 
 
-def test_a_branch_returning_an_op_gives_an_op_that_runs_after_it():
+def test_a_branch_returning_an_op_gives_the_predicate_after_it():
     v = tf.Variable(0.0)
     x = tf.placeholder(tf.float32, [])
-    op = tf.cond(x > 0, lambda: tf.group(tf.assign(v, 5.0)), lambda: tf.no_op())
-    assert isinstance(op, tf.Operation)
+    out = tf.cond(x > 0, lambda: tf.group(tf.assign(v, 5.0)), lambda: tf.no_op())
+    assert isinstance(out, tf.Tensor) and out.dtype == tf.bool
     with tf.Session() as sess:
         sess.run(v.initializer)
-        sess.run(op, {x: -1.0})
-        assert sess.run(v) == 0.0
-        sess.run(op, {x: 1.0})
-        assert sess.run(v) == 5.0
+        assert not sess.run(out, {x: -1.0}) and sess.run(v) == 0.0
+        assert sess.run(out, {x: 1.0}) and sess.run(v) == 5.0
 
 
 def test_nested_conds_and_structured_outputs():
@@ -68,10 +66,15 @@ def test_nested_conds_and_structured_outputs():
 def test_one_element_lists_are_unpacked_unless_strict():
     p = tf.placeholder(tf.bool, [])
     loose = tf.cond(p, lambda: [tf.constant(1)], lambda: [tf.constant(2)])
+    mixed = tf.cond(p, lambda: tf.constant(1), lambda: (tf.constant(2),))  # each branch unpacked on its own
     strict = tf.cond(p, lambda: [tf.constant(1)], lambda: [tf.constant(2)], strict=True)
-    assert isinstance(loose, tf.Tensor) and isinstance(strict, list) and len(strict) == 1
+    assert isinstance(loose, tf.Tensor) and isinstance(mixed, tf.Tensor)
+    assert isinstance(strict, list) and len(strict) == 1
     with tf.Session() as sess:
         assert sess.run(loose, {p: False}) == 2 and sess.run(strict, {p: True}) == [1]
+        assert sess.run(mixed, {p: False}) == 2
+    with pytest.raises(TypeError, match="same sequence type"):
+        tf.cond(p, lambda: [tf.constant(1)], lambda: (tf.constant(2),), strict=True)
 
 
 def test_indexed_slices_come_out_of_a_cond_sparse():
@@ -136,6 +139,30 @@ def test_case_takes_the_first_true_predicate_and_exclusive_checks():
             sess.run(both, {x: 5.0})
 
 
+def test_case_without_a_default_checks_that_a_condition_holds():
+    x = tf.placeholder(tf.int32, [])
+    out = tf.case([(tf.equal(x, 1), lambda: tf.constant(2)), (tf.equal(x, 2), lambda: tf.constant(4))],
+                  exclusive=True)
+    with tf.Session() as sess:
+        assert sess.run(out, {x: 1}) == 2 and sess.run(out, {x: 2}) == 4
+        with pytest.raises(tf.errors.InvalidArgumentError, match="None of conditions evaluated as True"):
+            sess.run(out, {x: 4})
+
+
+def test_switch_case_takes_index_function_pairs_and_checks_them():
+    i = tf.placeholder_with_default(2, [])
+    out = tf.switch_case(i, [(k, (lambda k=k: tf.constant(k * 10.0))) for k in range(5)],
+                         default=lambda: tf.constant(60.0))
+    with tf.Session() as sess:
+        assert sess.run(out) == 20.0 and sess.run(out, {i: 7}) == 60.0
+    with pytest.raises(ValueError, match=r"must form contiguous range of \[0 to 2\) but found \{0,2\}"):
+        tf.switch_case(i, [(0, lambda: 1.0), (2, lambda: 2.0)])
+    with pytest.raises(TypeError, match="key must be a Python `int`"):
+        tf.switch_case(i, [(0.5, lambda: 1.0)])
+    with pytest.raises(TypeError, match="branch_index must a Tensor"):
+        tf.switch_case(1, [lambda: 1.0])
+
+
 def test_switch_case_picks_by_index_and_defaults():
     i = tf.placeholder(tf.int32, [])
     r = tf.switch_case(i, [lambda: tf.constant(0.5), lambda: tf.constant(1.5)], default=lambda: tf.constant(9.0))
@@ -162,9 +189,10 @@ def test_while_loop_iterates_with_tfs_frame_ops():
 def test_a_single_loop_variable_comes_back_as_itself():
     r = tf.while_loop(lambda x: x < 100, lambda x: x * 3, [1])
     same = tf.while_loop(lambda x: x < 100, lambda x: x * 3, [1], return_same_structure=True)
-    assert isinstance(r, tf.Tensor) and isinstance(same, list)
+    lone = tf.while_loop(lambda i, e: i < 10, lambda i, e: (i + 1, e), [0, []])  # flattens to one tensor
+    assert isinstance(r, tf.Tensor) and isinstance(same, list) and isinstance(lone, tf.Tensor)
     with tf.Session() as sess:
-        assert sess.run(r) == 243 and sess.run(same) == [243]
+        assert sess.run(r) == 243 and sess.run(same) == [243] and sess.run(lone) == 10
 
 
 def test_nested_structures_loops_and_conds():

@@ -180,3 +180,59 @@ def test_an_embedding_read_in_a_loop_trains_only_its_rows():
         sess.run(train)
         rows = np.arange(12.0).reshape(4, 3)
         np.testing.assert_allclose(sess.run(emb), [rows[0], 0.6 * rows[1], rows[2], 0.8 * rows[3]])
+
+
+def test_gradients_taken_inside_a_loop_body_stay_in_the_iteration():
+    params = tf.constant(5.0)
+    squared = tf.square(params)
+
+    def body(i, total):
+        data = tf.constant([1.0, 2.0, 3.0]) * squared
+        return i + 1, total + tf.gradients(data, params)[0]  # d(6 * p^2)/dp = 60 in every iteration
+    _, total = tf.while_loop(lambda i, _: i < 10, body, [0, 0.0])
+    with tf.Session() as sess:
+        assert sess.run(total) == 600.0
+
+
+def test_sparse_gradients_through_conds_and_loops():
+    v = tf.Variable([1.0, 42.0])
+    c = tf.placeholder(tf.int32, [])
+    r = tf.cond(c < 2, lambda: tf.identity(v), lambda: tf.gather(v, [1, 1]))
+    with pytest.warns(UserWarning, match="unknown shape"):  # merged sparse gradients lose the static dense shape
+        g = tf.convert_to_tensor(tf.gradients(r, v)[0])
+    x = tf.constant([1.0, 1.0, 1.0, 1.0, 1.0])
+    y = tf.while_loop(lambda i, _: i < 3, lambda i, s: (i + 1, s + tf.gather(s, [0])), [0, x[:1]])[1]
+    gy = tf.convert_to_tensor(tf.gradients(y * 3.0, x)[0])
+    emb = tf.Variable([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    p = tf.placeholder(tf.bool, [])
+    cost = tf.cond(p, lambda: tf.reduce_sum(tf.gather(emb, [0, 2])), lambda: tf.constant(0.0))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(cost)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(g, {c: 1}), [1.0, 1.0])
+        np.testing.assert_array_equal(sess.run(g, {c: 3}), [0.0, 2.0])
+        np.testing.assert_array_equal(sess.run(gy), [24.0, 0.0, 0.0, 0.0, 0.0])
+        sess.run(train, {p: False})
+        sess.run(train, {p: True})
+        np.testing.assert_allclose(sess.run(emb), [[0.9, 1.9], [3.0, 4.0], [4.9, 5.9]], rtol=1e-6)
+
+
+def test_a_bare_switch_passes_gradient_only_through_the_live_output():
+    from adplace.ops.control_flow_contexts import switch
+    x = tf.constant(2.0)
+    x_false, x_true = switch(x, tf.constant(True))
+    with tf.Session() as sess:
+        assert sess.run(tf.gradients(x_true, x)[0]) == 1.0
+        assert sess.run(tf.gradients(x_false, x)[0]) == 0.0
+
+
+def test_stopped_loop_outputs_give_none_or_zeros_as_tf():
+    x, y = tf.constant(3.0), tf.constant(2.0)
+    rx, _ = tf.while_loop(lambda x, y: x < 100.0, lambda x, y: (tf.square(x) + tf.square(y), tf.square(y)), [x, y])
+    assert tf.gradients(tf.stop_gradient(rx), y) == [None]
+    a, b = tf.Variable(0.0), tf.Variable(0.0)
+    first, second = tf.scan(lambda _, __: (a, b), tf.zeros(5), initializer=(0.0, 0.0))
+    grads = tf.gradients(first + tf.stop_gradient(second), [a, b])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(grads), [5.0, 0.0])

@@ -177,3 +177,10 @@ def test_gradient_through_a_loop_bounded_by_maximum_iterations():
     got_product, got_grad = run([product, grad])
     assert got_product == 6.0
     np.testing.assert_allclose(got_grad, [6.0, 3.0, 2.0, 0.0])
+
+
+def test_a_string_array_unstacked_and_read():
+    ta = tf.TensorArray(tf.string, size=3).unstack(tf.constant([b"a", b"b", b"c"]))
+    with tf.Session() as sess:
+        assert sess.run(ta.read(1)) == b"b"
+        assert sess.run(ta.stack()).tolist() == [b"a", b"b", b"c"]
