@@ -229,7 +229,9 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
                     add_grad(op._outputs[0], array_ops.zeros_like(op._outputs[0]))
             loop_switch = while_grad.is_loop_switch(op)
             first_visit = loop_switch and op not in first_visits
-            with _colocated(op, colocate_gradients_with_ops), while_grad.grad_context(op):
+            flowing = any(grads.get(op, ()))  # nothing flows (a stop_gradient): no backward loop is needed
+            loop_context = while_grad.grad_context(op) if flowing else contextlib.nullcontext()
+            with _colocated(op, colocate_gradients_with_ops), loop_context:
                 out_grads = _aggregate(op, grads.get(op, [[] for _ in op._outputs]), method)
                 if not first_visit:
                     grads[op] = out_grads
@@ -263,7 +265,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_
                     exits_pending[source] -= 1
                     if exits_pending[source] == 0:  # its Exit's gradient is in: the first of its two visits
                         queue.append(source)
-        return [_result(grads, x, unconnected) for x in xs]
+        return [_result(grads, x, unconnected, method) for x in xs]
 
 
 class _LoopExits:
@@ -324,11 +326,11 @@ def _op_input_grads(op: Operation, out_grads: list, differentiate: bool, gate: b
     return in_grads
 
 
-def _result(grads: dict, x: Tensor, unconnected: UnconnectedGradients) -> Tensor | None:
+def _result(grads: dict, x: Tensor, unconnected: UnconnectedGradients, method: int) -> Tensor | None:
     op_grads = grads.get(x._op)
     grad = None if op_grads is None else op_grads[x._value_index]
-    if isinstance(grad, list):  # x's op was never processed: x is not between xs and ys
-        grad = None
+    if isinstance(grad, list):  # x's op was not processed (a consumer's gradient never came: a stop_gradient)
+        grad = _aggregate(x._op, [grad], method)[0] if grad else None
     if grad is None and unconnected is UnconnectedGradients.ZERO:
         return array_ops.zeros_like(x)
     return grad

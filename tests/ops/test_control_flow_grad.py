@@ -236,3 +236,12 @@ def test_stopped_loop_outputs_give_none_or_zeros_as_tf():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         np.testing.assert_array_equal(sess.run(grads), [5.0, 0.0])
+
+
+def test_a_stopped_loop_gradient_added_to_a_loss_needs_no_second_order_loop():
+    x, y = tf.constant(2.0), tf.constant(2.0)
+    rx = tf.while_loop(lambda x: x < 100.0, lambda x: x * y, [x])  # 2 * 2^6 = 128
+    rg = tf.stop_gradient(tf.gradients(rx, y)[0])
+    r = tf.gradients(tf.square(y) + rx + rg, y)[0]  # 2y + d(x0 * y^6)/dy = 4 + 6 * 2 * 2^5
+    with tf.Session() as sess:
+        assert sess.run(r) == 388.0
