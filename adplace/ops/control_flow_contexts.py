@@ -129,6 +129,8 @@ def builder(op_type: str, inputs: list, attrs: dict, name: str, context=False) -
     finally:
         graph._set_control_flow_context(saved)
     op._control_flow_context = context
+    if context is not None and op_type != "Exit":
+        context.seal(op)
     return op
 
 
@@ -176,8 +178,19 @@ class ControlFlowContext:
     def added(self, op: Operation) -> None:
         """After `op` joined the graph inside this context: an op with no inputs from the context waits for the
         pivot, so it runs only when its branch or iteration does."""
+        self.seal(op)
         if not op._inputs and not any(self.contains(c) for c in op._control_inputs):
             op._add_control_input(self.pivot.op)
+
+    def seal(self, op: Operation) -> None:
+        """An op inside a while loop has a value per iteration: neither fetched nor fed by Session.run (TF)."""
+        context = self
+        while context is not None and not isinstance(context, WhileContext):
+            context = context.outer
+        if context is not None:
+            self.graph.prevent_fetching(op)
+            for t in op._outputs:
+                self.graph.prevent_feeding(t)
 
 
 class CondContext(ControlFlowContext):

@@ -216,11 +216,20 @@ def test_a_tensor_inside_a_loop_cannot_be_fetched():
     def body(i):
         inside.append(i * 2)
         return i + 1
-    tf.while_loop(lambda i: i < 3, body, [0])
-    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
-                                             match=r"Cannot fetch 'while/mul:0': it is computed in every iteration "
-                                                   r"of the while loop 'while/while_context'"):
-        sess.run(inside[0])
+    r = tf.while_loop(lambda i: i < 3, body, [0])
+    with tf.Session() as sess:
+        with pytest.raises(ValueError, match="has been marked as not fetchable"):
+            sess.run(inside[0])
+        with pytest.raises(ValueError, match="may not be fed"):
+            sess.run(r, {inside[0]: 1})
+    graph_def = tf.get_default_graph().as_graph_def()
+    copy = tf.Graph()  # an imported loop has no contexts: the runtime refuses the fetch itself
+    with copy.as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                                 match=r"Cannot fetch 'while/mul:0': it is computed in every "
+                                                       r"iteration of the while loop 'while/while_context'"):
+            sess.run("while/mul:0")
 
 
 def test_a_traced_loop_run_has_step_stats():
