@@ -69,6 +69,11 @@ def assert_same_structure(first, second, check_types: bool = False) -> None:
     """ValueError, with TF's wording, unless both have the same nesting (leaf values may differ); with
     `check_types`, TypeError unless their sequences have the same types too (a list is not a tuple)."""
     if _shape_of(first) != _shape_of(second):
+        n_first, n_second = len(flatten(first)), len(flatten(second))
+        if n_first != n_second:
+            raise ValueError(f"The two structures don't have the same number of elements.\n\nFirst structure "
+                             f"({n_first} elements): {first!r}\n\nSecond structure ({n_second} elements): "
+                             f"{second!r}")
         raise ValueError(f"The two structures don't have the same nested structure.\n\nFirst structure: {first!r}"
                          f"\n\nSecond structure: {second!r}")
     if check_types and _shape_of(first, True) != _shape_of(second, True):

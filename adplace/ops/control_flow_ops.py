@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 
+from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import colocate_with, control_dependencies, device, name_scope
 from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
@@ -51,6 +52,8 @@ def _no_op_on(dev: str, deps: list, name: str | None) -> Operation:
 def with_dependencies(dependencies, output_tensor: Tensor, name: str | None = None) -> Tensor:
     """`output_tensor`'s value, available only after `dependencies` ran (an Identity colocated with it); for an
     IndexedSlices its values are gated and it stays sparse."""
+    if not isinstance(output_tensor, (Tensor, IndexedSlices)):
+        output_tensor = convert_to_tensor(output_tensor)
     with name_scope(name, "control_dependency", list(dependencies) + [output_tensor]) as scope:
         with colocate_with(output_tensor.op), control_dependencies(dependencies):
             if isinstance(output_tensor, IndexedSlices):

@@ -302,10 +302,12 @@ def _build_loop(context: WhileContext, cond, body, structure, shape_invariants):
         if len(flat_next) != len(merges):
             raise ValueError(f"The while_loop body returned {len(flat_next)} tensors for {len(merges)} loop "
                              f"variables: {result!r}")
-        for m, n, e in zip(merges, flat_next, enters):
+        for m, n, e in zip(merges, flat_next, flat):
             if n.dtype.base_dtype is not m.dtype.base_dtype:
                 raise TypeError(f"Input tensor '{e.name}' enters the loop with type {m.dtype.name}, but has type "
                                 f"{n.dtype.base_dtype.name} after one iteration.")
+            if n.dtype._is_ref:  # a reference returned by the body (a scatter's output): its value goes round
+                n = array_ops.identity(n)
             if not m.shape.is_compatible_with(n.shape):
                 raise ValueError(f"Input tensor '{e.name}' enters the loop with shape {m.shape}, but has shape "
                                  f"{n.shape} after one iteration. To allow the shape to vary across iterations, use "

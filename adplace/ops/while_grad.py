@@ -60,7 +60,8 @@ class GradLoopState:
         total, self.forward_index, self.forward_next = _add_forward_counter(forward, outer)
         forward.grad_loops = getattr(forward, "grad_loops", 0) + 1  # one backward loop per tf.gradients call
         frame = forward.frame_name.replace("while_context", f"grad_{forward.grad_loops}/while_context")
-        self.grad = GradWhileContext(self, None if outer is None else outer.grad, frame)
+        # nested: in the outer loop's backward loop; else where tf.gradients was called (maybe an outer body)
+        self.grad = GradWhileContext(self, _active.call_context if outer is None else outer.grad, frame)
         _add_backward_counter(self.grad, total, outer)
 
     def real_value(self, t: Tensor) -> Tensor:
@@ -226,6 +227,8 @@ def state_for(forward: WhileContext) -> GradLoopState:
     state = states.get(forward)
     if state is None:
         outer = _loop_of_context(forward.outer)
+        if outer is not None and _called_inside(outer):  # tf.gradients called in the outer body: no outer backward
+            outer = None
         state = states[forward] = GradLoopState(forward, None if outer is None else state_for(outer))
     return state
 

@@ -84,11 +84,11 @@ def dead_aware(kernel: Callable, n_inputs: int, n_outputs: int, is_merge: bool) 
     return run
 
 
-def live_fetch(convert: Callable, name: str) -> Callable:
+def live_fetch(convert: Callable, index: int, name: str) -> Callable:
     """A fetch converter refusing a dead value (a tensor of the branch not taken), as TF's session does."""
     def fetch(value):
         if value is DEAD:
-            raise errors.InvalidArgumentError(None, None, f"Retval of fetch '{name}' does not have a value: it is "
+            raise errors.InvalidArgumentError(None, None, f"Retval[{index}] does not have value: '{name}' is "
                                               f"computed in a branch of a cond that was not taken")
         return convert(value)
     return fetch

@@ -168,7 +168,7 @@ class Plan:
         else:
             convert = self.fetch_via.get(i) or (_fetch_copy if self.fetch_copies[i] else _fetch_value)
         name = self.dead_fetches.get(i)
-        return convert if name is None else _control_flow.live_fetch(convert, name)
+        return convert if name is None else _control_flow.live_fetch(convert, i, name)
 
     def _compile(self) -> Callable:
         """Straight-line code: one line per step (so a traceback line names the step), values in locals."""

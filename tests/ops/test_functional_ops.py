@@ -243,11 +243,11 @@ def test_elems_without_tensors_and_with_different_lengths():
 
 def test_fn_results_must_have_the_structure_of_dtype_or_initializer():
     x = tf.constant([1.0, 2.0])
-    with pytest.raises(ValueError, match="same nested structure"):
+    with pytest.raises(ValueError, match=r"same (nested structure|number of elements)"):
         tf.map_fn(lambda v: (v, v), x)
-    with pytest.raises(ValueError, match="same nested structure"):
+    with pytest.raises(ValueError, match=r"same (nested structure|number of elements)"):
         tf.map_fn(lambda v: v, x, dtype=(tf.float32, tf.float32))
-    with pytest.raises(ValueError, match="same nested structure"):
+    with pytest.raises(ValueError, match=r"same (nested structure|number of elements)"):
         tf.scan(lambda a, v: a[0], x, initializer=(0.0, 1.0))
 
 
