@@ -135,3 +135,13 @@ def test_arithmetic_with_a_tensor_densifies_the_slices():
     product = tf.ones([2, 2]) * slices
     assert isinstance(product, tf.Tensor)
     np.testing.assert_array_equal(run(product), [[0.0, 0.0], [1.0, 2.0]])
+
+
+def test_a_sparse_gradient_into_a_binary_op_is_made_dense():
+    """A gather of `m + 0.0`: the Add's gradient gets an IndexedSlices and passes a dense one on, as TF's does."""
+    m = tf.Variable(np.ones((5, 5), np.float32))
+    g, = tf.gradients(tf.reduce_sum(tf.gather(m * 2.0 + 0.0, [0, 0])), m)
+    assert isinstance(g, tf.Tensor)
+    with tf.Session() as sess:
+        sess.run(m.initializer)
+        np.testing.assert_array_equal(sess.run(g), np.vstack([np.full((1, 5), 4.0), np.zeros((4, 5))]))

@@ -70,12 +70,11 @@ def assert_same_structure(first, second, check_types: bool = False) -> None:
     `check_types`, TypeError unless their sequences have the same types too (a list is not a tuple)."""
     if _shape_of(first) != _shape_of(second):
         n_first, n_second = len(flatten(first)), len(flatten(second))
-        if n_first != n_second:
-            raise ValueError(f"The two structures don't have the same number of elements.\n\nFirst structure "
-                             f"({n_first} elements): {first!r}\n\nSecond structure ({n_second} elements): "
-                             f"{second!r}")
+        detail = "" if n_first == n_second else (
+            f"\n\nMore specifically: The two structures don't have the same number of elements. First structure "
+            f"({n_first} elements), second structure ({n_second} elements).")
         raise ValueError(f"The two structures don't have the same nested structure.\n\nFirst structure: {first!r}"
-                         f"\n\nSecond structure: {second!r}")
+                         f"\n\nSecond structure: {second!r}{detail}")
     if check_types and _shape_of(first, True) != _shape_of(second, True):
         raise TypeError(f"The two structures don't have the same sequence type. First structure has type "
                         f"{type(first)}, while second structure has type {type(second)}.")

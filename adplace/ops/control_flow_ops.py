@@ -32,6 +32,9 @@ def group(*inputs, name: str | None = None) -> Operation:
     collect(inputs)
     deps = [x.op if isinstance(x, Tensor) else x for x in flat]
     deps = [getattr(d, "op", d) if not isinstance(d, Operation) else d for d in deps]
+    for d in deps:
+        if not isinstance(d, Operation):
+            raise TypeError(f"'{d!r}' is not a tf.Operation or tf.Tensor: tf.group takes ops and tensors")
     with name_scope(name, "group_deps") as scope:
         by_device: dict[str, list] = {}  # TF groups per requested device: one NoOp per device, then one root
         for op in deps:

@@ -252,11 +252,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         context = WhileContext(get_default_graph(), scope + "while_context", parallel_iterations, back_prop,
                                swap_memory, maximum_iterations)
         result = _build_loop(context, cond, body, structure, shape_invariants)
-        if maximum_iterations is not None:
-            result = result[1]
-            if pack_one:
-                return result
-        elif pack_one:
+        if maximum_iterations is not None:  # (TF then keeps the structure, also where it flattens to one)
+            return result[1]
+        if pack_one:
             return result[0]
         leaves = nest.flatten(result)
         if not return_same_structure and len(leaves) == 1:  # TF: loop variables that flatten to one come back as it

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework.conversion import convert_to_tensor
+from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Tensor
 from adplace.framework.registry import NotDifferentiable, RegisterGradient
 from adplace.framework.tensor_shape import broadcast_reduction_axes
@@ -158,6 +160,8 @@ def _register_binary(op_type: str, local_grads) -> None:
     """Register a broadcasting binary op's gradient from `local_grads(x, y, z, grad) -> (gx, gy)` before reduction."""
     def grad_fn(op, grad):
         x, y = op._inputs
+        if isinstance(grad, IndexedSlices):  # (a gather of `m + 0.0`): dense, as TF's binary gradients make it
+            grad = convert_to_tensor(grad)
         return unbroadcast(x, y, *local_grads(x, y, op._outputs[0], grad))
     RegisterGradient(op_type)(grad_fn)
 

@@ -391,6 +391,9 @@ class TensorArray:
         """Release the elements; later ops on the TensorArray fail."""
         return apply_op("TensorArrayCloseV3", [self._handle], name=name)
 
+    def mark_used(self) -> None:
+        """TF's way to silence its warning about a TensorArray built and never used; adplace has none."""
+
 
 def build_ta_with_new_flow(old_ta: TensorArray, flow: Tensor) -> TensorArray:
     """A TensorArray sharing `old_ta`'s handle, shapes and colocation, with the flow `flow` (TF's function of the

@@ -527,3 +527,14 @@ def test_a_loop_invariant_is_copied_to_the_gpu_once_not_every_iteration(gpus):
     loop = next(k for k, op in zip(plan.kernels, plan.ops) if op.type == "LoopCond")
     assert plan.num_transfers == 1  # w's value to the GPU, when the loop starts
     assert loop.body_plan.num_transfers == 0 and loop.cond_plan.num_transfers == 0
+
+
+def test_group_refuses_what_is_not_an_op_or_tensor():
+    with pytest.raises(TypeError, match="is not a tf.Operation or tf.Tensor"):
+        tf.group(1, 2)
+
+
+def test_maximum_iterations_keeps_the_structure_as_tf_does():
+    r = tf.while_loop(lambda i, _: i < 10, lambda i, _: [i + 1, []], [tf.constant(0), []], maximum_iterations=50)
+    with tf.Session() as sess:
+        assert sess.run(r) == [10, []]

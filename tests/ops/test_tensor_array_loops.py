@@ -184,3 +184,10 @@ def test_a_string_array_unstacked_and_read():
     with tf.Session() as sess:
         assert sess.run(ta.read(1)) == b"b"
         assert sess.run(ta.stack()).tolist() == [b"a", b"b", b"c"]
+
+
+def test_mark_used_is_accepted_and_changes_nothing():
+    ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True).unstack(tf.zeros([0, 3, 5]))
+    assert ta.mark_used() is None
+    with tf.Session() as sess:
+        assert sess.run(ta.size()) == 0
