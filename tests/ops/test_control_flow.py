@@ -413,6 +413,7 @@ def test_a_loop_that_never_ends_stops_at_the_deadline_and_changes_no_variable():
         assert sess.run(v) == 0.0
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # a press swallowed in a gc callback
 def test_ctrl_c_inside_a_loop_rolls_the_step_back():
     v = tf.Variable(0.0)
 
