@@ -6,19 +6,10 @@ import sys
 import numpy as np
 import pytest
 from script_module import ROOT, load_script
+from heat_reference import explicit_steps
 
 SCRIPT = ROOT / "examples" / "heat_equation.py"
 heat = load_script(SCRIPT, "heat_equation_example")
-
-
-def explicit_steps(u0, steps, dt, dx, kappa):
-    """The scheme in NumPy: every step of u <- u + kappa dt (u[i-1] - 2u[i] + u[i+1]) / dx², zero at both ends."""
-    u, out = u0.copy(), [u0.copy()]
-    for _ in range(steps):
-        padded = np.concatenate([[0.0], u, [0.0]])
-        u = u + kappa * dt * (padded[:-2] - 2 * u + padded[2:]) / dx ** 2
-        out.append(u)
-    return np.array(out)
 
 
 @pytest.fixture(scope="module")

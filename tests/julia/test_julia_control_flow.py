@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import adplace as tf
+from heat_reference import explicit_steps
 from julia_standin import JuliaPyObject, JuliaString, JuliaType, julia_function, to_julia, to_python
 from test_julia_docstrings import _exported
 from test_julia_package import missing_tf_names, tf_chains
@@ -364,16 +365,6 @@ def heat_equation(steps=100):
     init(sess)
     losses = [run(sess, [loss, train])[0] for _ in range(20)]
     return types.SimpleNamespace(**locals())
-
-
-def explicit_steps(u0, steps, dt, dx, kappa):
-    """The scheme in NumPy: every step of u <- u + kappa dt (u[i-1] - 2u[i] + u[i+1]) / dx², zero at both ends."""
-    u, out = u0.copy(), [u0.copy()]
-    for _ in range(steps):
-        padded = np.concatenate([[0.0], u, [0.0]])
-        u = u + kappa * dt * (padded[:-2] - 2 * u + padded[2:]) / dx ** 2
-        out.append(u)
-    return np.array(out)
 
 
 def test_heat_equation_jl_fits_kappa_through_the_loop():
