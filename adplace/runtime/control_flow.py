@@ -8,8 +8,9 @@ Loops: the ops of a while loop's frame (Enter ... Exit, found from the Enter ops
 run too) become one plan step. It compiles two sub-plans over the frame's ops: the predicate (fetching LoopCond's
 input, fed the Merge values and the loop invariants) and the body (fetching each NextIteration's input, fed the
 Switch outputs). It runs them in turn until the predicate is false and outputs the Exit values. Values stay on the
-devices the ops were placed on: a loop invariant is copied to its Enter's device once per loop, not per iteration.
-A nested loop is one step of its outer body's sub-plan.
+devices the ops were placed on: a loop invariant is copied to its Enter's device once per loop, not per iteration
+(a variable's value on its own device is read where used, as TF's aliasing read behaves). A nested loop is one step
+of its outer body's sub-plan; a plan's loops are ordered as units after what they read (`LoopIndex`).
 """
 from __future__ import annotations
 
@@ -129,12 +130,15 @@ def _single(ops: list, key: tuple):
 def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_error: Callable,
                 read_predicate: Callable, aliases: dict) -> Callable:
     """The step running `loop`: fed the values entering its loop variables then its invariants, it returns the
-    values of its Exit ops. `compile_sub(fetches, feeds, frame, done_op_ids, aliases)` compiles a sub-plan; `mover(src_op, dst_op)` the
+    values of its Exit ops.
+
+    `compile_sub(fetches, feeds, frame, done_op_ids, aliases)` compiles a sub-plan; `mover(src_op, dst_op)` is the
     copy between two ops' devices (None when they share one); `deadline_error(deadline, op)` the timeout's error;
     `read_predicate(value)` the predicate as a host value (a GPU's copied back on its device's stream: read off
     it, a comparison's result could still be on its way); `aliases`: the invariants that are a variable's value on
     its own device, which the sub-plans read from the variable when they use them (TF's read aliases the variable's
-    buffer, which an Assign in the loop updates in place), in place of the value the loop started with."""
+    buffer, which an Assign in the loop updates in place), in place of the value the loop started with.
+    """
     merges, switches = loop.merges, loop.switches
     merge_values = [m._outputs[0] for m in merges]
     merge_indices = [m._outputs[1] for m in merges]
