@@ -16,6 +16,7 @@ from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import control_dependencies, get_default_graph, name_scope
 from adplace.framework.indexed_slices import IndexedSlices
 from adplace.framework.operation import Operation, Tensor
+from adplace.framework.sparse_tensor import SparseTensor
 from adplace.framework.tensor_shape import TensorShape, as_shape
 from adplace.ops import array_ops, logical_ops, math_ops, reduction_ops
 from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, merge, switch
@@ -28,6 +29,8 @@ def _is_tensor_array(value) -> bool:
 
 def _components(value) -> list:
     """The tensors that carry `value` across a Merge or a loop."""
+    if isinstance(value, SparseTensor):
+        return [value.indices, value.values, value.dense_shape]
     if isinstance(value, IndexedSlices):
         return [value.values, value.indices] + ([] if value.dense_shape is None else [value.dense_shape])
     if _is_tensor_array(value):
@@ -38,6 +41,8 @@ def _components(value) -> list:
 
 
 def _rebuild(like, tensors: list):
+    if isinstance(like, SparseTensor):
+        return SparseTensor(*tensors)
     if isinstance(like, IndexedSlices):
         return IndexedSlices(*tensors)
     if _is_tensor_array(like):
@@ -267,8 +272,8 @@ def _first(shape_invariants):
 
 
 def _build_loop(context: WhileContext, cond, body, structure, shape_invariants):
-    structure = nest.map_structure(lambda v: v if isinstance(v, IndexedSlices) or _is_tensor_array(v)
-                                   else convert_to_tensor(v), structure)
+    structure = nest.map_structure(lambda v: v if isinstance(v, (IndexedSlices, SparseTensor)) or
+                                   _is_tensor_array(v) else convert_to_tensor(v), structure)
     flat = _flat_tensors(structure)
     invariants = _shape_invariants(structure, flat, shape_invariants)
     enters = []
@@ -294,8 +299,8 @@ def _build_loop(context: WhileContext, cond, body, structure, shape_invariants):
         if not nest.is_sequence(result):
             result = [result]
         nest.assert_same_structure(list(structure), list(result))
-        result = nest.map_structure(lambda v: v if isinstance(v, IndexedSlices) or _is_tensor_array(v)
-                                    else convert_to_tensor(v), list(result))
+        result = nest.map_structure(lambda v: v if isinstance(v, (IndexedSlices, SparseTensor)) or
+                                    _is_tensor_array(v) else convert_to_tensor(v), list(result))
         flat_next = _flat_tensors(result)
         if len(flat_next) != len(merges):
             raise ValueError(f"The while_loop body returned {len(flat_next)} tensors for {len(merges)} loop "
@@ -323,16 +328,28 @@ def _build_loop(context: WhileContext, cond, body, structure, shape_invariants):
     return _pack(structure, exits)
 
 
+def _sparse_invariants(leaf: SparseTensor, invariant) -> list:
+    """A SparseTensor loop variable's component shapes: any number of values, of the dense shape's rank (TF)."""
+    rank = leaf.dense_shape.shape[0] if invariant is None or as_shape(invariant).rank is None else \
+        as_shape(invariant).rank
+    return [TensorShape([None, rank]), TensorShape([None]), TensorShape([rank])]
+
+
 def _shape_invariants(structure, flat: list, shape_invariants) -> list:
-    if shape_invariants is None:
-        return [t.shape for t in flat]
     leaves = nest.flatten(structure)
+    if shape_invariants is None:
+        return [shape for leaf in leaves for shape in (_sparse_invariants(leaf, None) if
+                                                        isinstance(leaf, SparseTensor) else
+                                                        [c.shape for c in _components(leaf)])]
     flat_invariants = nest.flatten(shape_invariants)
     if len(flat_invariants) != len(leaves):
         raise ValueError(f"shape_invariants must have the structure of loop_vars: {shape_invariants!r} for "
                          f"{structure!r}")
     shapes = []
     for leaf, invariant in zip(leaves, flat_invariants):
+        if isinstance(leaf, SparseTensor):
+            shapes.extend(_sparse_invariants(leaf, invariant))
+            continue
         n = len(_components(leaf))
         invariant = as_shape(invariant)
         first = _components(leaf)[0]

@@ -539,3 +539,22 @@ def test_maximum_iterations_keeps_the_structure_as_tf_does():
     r = tf.while_loop(lambda i, _: i < 10, lambda i, _: [i + 1, []], [tf.constant(0), []], maximum_iterations=50)
     with tf.Session() as sess:
         assert sess.run(r) == [10, []]
+
+
+def test_sparse_tensors_come_out_of_conds_and_go_round_loops():
+    sp = tf.SparseTensor(indices=[[0, 0], [1, 2]], values=[1.0, 2.0], dense_shape=[3, 4])
+    p = tf.placeholder(tf.bool, [])
+    out = tf.cond(p, lambda: sp, lambda: tf.SparseTensor(sp.indices, sp.values * 10, sp.dense_shape))
+
+    def body(i, s):  # the number of values doubles each iteration: the loop variable keeps only its rank
+        return i + 1, tf.SparseTensor(tf.concat([s.indices, s.indices], 0), tf.concat([s.values, s.values * 2], 0),
+                                      s.dense_shape)
+    _, grown = tf.while_loop(lambda i, s: i < 2, body, [0, sp])
+    assert isinstance(out, tf.SparseTensor) and isinstance(grown, tf.SparseTensor)
+    assert grown.indices.shape.as_list() == [None, 2]
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(out, {p: False}).values, [10.0, 20.0])
+        np.testing.assert_array_equal(sess.run(out, {p: True}).values, [1.0, 2.0])
+        got = sess.run(grown)
+    np.testing.assert_array_equal(got.values, [1, 2, 2, 4, 2, 4, 4, 8])
+    np.testing.assert_array_equal(got.dense_shape, [3, 4])
