@@ -30,6 +30,7 @@ SWITCHES = frozenset({"Switch", "RefSwitch"})
 MERGES = frozenset({"Merge"})
 
 _state = threading.local()  # .deadline: the run's Deadline while a checked run is in a loop step
+CALIBRATION_ITERATIONS = 3  # a loop that may run iterations at once first times this many in turn
 
 
 def set_deadline(deadline) -> None:
@@ -128,7 +129,7 @@ def _single(ops: list, key: tuple):
 
 
 def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_error: Callable,
-                read_predicate: Callable, aliases: dict) -> Callable:
+                read_predicate: Callable, aliases: dict, pool_of: Callable | None = None) -> Callable:
     """The step running `loop`: fed the values entering its loop variables then its invariants, it returns the
     values of its Exit ops.
 
@@ -137,7 +138,9 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
     `read_predicate(value)` the predicate as a host value (a GPU's copied back on its device's stream: read off
     it, a comparison's result could still be on its way); `aliases`: the invariants that are a variable's value on
     its own device, which the sub-plans read from the variable when they use them (TF's read aliases the variable's
-    buffer, which an Assign in the loop updates in place), in place of the value the loop started with.
+    buffer, which an Assign in the loop updates in place), in place of the value the loop started with;
+    `pool_of()` the session's inter-op pool, when it has one: a loop that may (runtime/loop_pipeline.py) then runs
+    up to `parallel_iterations` iterations at once.
     """
     merges, switches = loop.merges, loop.switches
     merge_values = [m._outputs[0] for m in merges]
@@ -161,16 +164,36 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
     n_vars, loop_cond, has_switch = len(merges), loop.loop_cond, [s is not None for s in switches]
     first, later = [np.int32(0)] * n_vars, [np.int32(1)] * n_vars
     direct = all(has_switch) and not any(switch_moves) and not any(next_moves)  # no copies between iterations
+    targets = sum(len(n._control_inputs) for n in loop.next_iterations)
+    width = int(loop.var_enters[0]._attrs.get("parallel_iterations", 1)) if loop.var_enters else 1
+    pipeline = None
+    if pool_of is not None and width > 1:
+        from adplace.runtime import loop_pipeline  # noqa: PLC0415 - it runs sub-plans (executor imports this module)
+        if loop_pipeline.can_pipeline(body_plan, n_vars, targets, direct):
+            pipeline = loop_pipeline.PipelinedLoop(cond_plan, body_plan, n_vars, width, pool_of)
 
     def run(*values):
         state = [_moved(move, v) for move, v in zip(enter_moves, values[:n_vars])]
         invariants = list(values[n_vars:])
         indices = first
         deadline = getattr(_state, "deadline", None)
+        if pipeline is not None and pipeline.worth_it:
+            state = pipeline.run(state, invariants, read_predicate, deadline, deadline_error, loop_cond)
+            exits = tuple(_moved(move, state[i]) for move, i in zip(exit_moves, exit_at))
+            return exits[0] if len(exits) == 1 else exits
         cond_fn, body_fn = cond_plan.fn, body_plan.fn
+        timing = pipeline is not None and pipeline.worth_it is None  # still to learn whether threads would pay
+        iteration, started = 0, time.perf_counter_ns()
         while True:
             if deadline is not None and time.perf_counter_ns() > deadline.at_ns:
                 raise deadline_error(deadline, loop_cond)
+            if timing and iteration == CALIBRATION_ITERATIONS:
+                timing = False
+                if pipeline.judge((time.perf_counter_ns() - started) // iteration):  # the rest on the threads
+                    state = pipeline.run(state, invariants, read_predicate, deadline, deadline_error, loop_cond,
+                                         first_iteration=iteration)
+                    break
+            iteration += 1
             pred = read_predicate(cond_fn(state + indices + invariants)[0])
             if not (bool(pred) if type(pred) is np.bool_ else predicate(loop_cond, pred)):  # NumPy's scalar: fast
                 break
@@ -182,6 +205,7 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
         exits = tuple(_moved(move, state[i]) for move, i in zip(exit_moves, exit_at))
         return exits[0] if len(exits) == 1 else exits
     run.cond_plan, run.body_plan = cond_plan, body_plan  # for inspection (what an iteration runs and copies)
+    run.pipeline = pipeline
     return run
 
 

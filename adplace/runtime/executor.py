@@ -295,6 +295,8 @@ class Plan:
             if frame.f_code.co_name in ("_run_checked", "chain") and frame.f_locals.get("index") is not None and \
                     (frame.f_locals.get("self") is self or frame.f_locals.get("kernels") is self.kernels):
                 return self.step(frame.f_locals["index"])
+            if frame.f_code.co_name == "_run_step" and frame.f_locals.get("plan") is self:  # a pipelined loop's
+                return self.step(frame.f_locals["step"])
             tb = tb.tb_next
         return None
 
@@ -483,7 +485,8 @@ def _add_loop_step(loop, slot_for, add_step, first_slot: list, where: list, dead
             var_op = ref_variable(source._inputs[0])
             if device_of[var_op._id] is device_of[enter._id]:
                 aliases[enter._outputs[0]] = var_op
-    kernel = _control_flow.loop_kernel(loop, compile_sub, mover, deadline_exceeded, read_predicate, aliases)
+    kernel = _control_flow.loop_kernel(loop, compile_sub, mover, deadline_exceeded, read_predicate, aliases,
+                                       getattr(ctx, "inter_op_pool", None))
     entering = loop.var_enters + [e for e in loop.const_enters if e._outputs[0] not in aliases]
     in_slots = tuple(slot_for(e._inputs[0], device_of[e._id]) for e in entering)
     n_out = len(loop.exits)

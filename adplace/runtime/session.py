@@ -112,6 +112,8 @@ class BaseSession:
         self._ctx = KernelContext(self._placement)
         self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != _options.RewriterConfig.OFF
         self._runner = StepRunner(self._config, self._ctx)
+        runner = self._runner  # while loops with parallel_iterations use its threads (runtime/loop_pipeline.py)
+        self._ctx.inter_op_pool = (lambda: runner.pool) if runner.inter_threads > 1 else None
         self._timeout_ms = self._config.operation_timeout_in_ms
         self._steps, self._gate = self._ctx.steps, self._ctx.gate
         self._lock = threading.RLock()   # placing and compiling; cached runs take no lock
