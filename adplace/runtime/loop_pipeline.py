@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from typing import Callable
 
 import numpy as np
@@ -107,7 +108,8 @@ class _Run:
         self.cond = threading.Condition()
         self.iterations: dict = {}
         self.values: dict = {}   # iteration -> {loop variable: value} known before the iteration started
-        self.active = 0          # steps running on the pool
+        self.ready: deque = deque()  # (iteration, step) jobs not yet taken by a thread
+        self.active = 0          # jobs being run
         self.error: BaseException | None = None
         self.cancelled = False
 
@@ -125,6 +127,15 @@ class _Run:
                     return dict(known)
                 if deadline is not None and time.perf_counter_ns() > deadline.at_ns:
                     raise deadline_error(deadline, loop_cond)
+                if self.ready:  # the loop's own thread works too (with one pool thread, half the work is here)
+                    job = self.ready.popleft()
+                    self.active += 1
+                    self.cond.release()
+                    try:
+                        self._run_step(job)
+                    finally:
+                        self.cond.acquire()
+                    continue
                 self.cond.wait(0.05 if deadline is not None else None)
 
     def start(self, k: int, pred) -> None:
@@ -158,11 +169,23 @@ class _Run:
         slots[merge_index] = np.int32(1 if k else 0)
 
     def _submit(self, k: int, steps: list) -> None:
+        """Queue ready steps (the lock held); each wakes a pool thread, and the loop's thread takes some too."""
         for step in steps:
+            self.ready.append((k, step))
+            self.pool.submit(self._help, None)
+        if steps:
+            self.cond.notify_all()
+
+    def _help(self, _) -> None:
+        with self.cond:
+            if not self.ready or self.cancelled:
+                return
+            job = self.ready.popleft()
             self.active += 1
-            self.pool.submit(self._run_step, (k, step))
+        self._run_step(job)
 
     def _run_step(self, job) -> None:
+        """Run one taken job (`active` counts it) and make its successors ready."""
         k, step = job
         loop = self.loop
         plan = loop.body_plan
@@ -217,6 +240,7 @@ class _Run:
         interrupt = None
         with self.cond:
             self.cancelled = True
+            self.ready.clear()
         while True:
             try:
                 with self.cond:
