@@ -137,3 +137,28 @@ def test_short_iterations_stay_on_the_callers_thread():
         assert sess.run(y) == pytest.approx(1.01 ** 50, rel=1e-5)
         loop = next(k for k, op in zip(sess.plan_for(y).kernels, sess.plan_for(y).ops) if op.type == "LoopCond")
     assert loop.pipeline is not None and loop.pipeline.worth_it is False
+
+
+def test_threads_running_one_pipelined_loop_each_get_their_values(scratch_registry):
+    probe = Probe(scratch_registry, pause=0.003)
+    x = tf.placeholder(tf.float64, [8, 1])
+    out = tf.map_fn(lambda r: probe(r) + 1.0, x, parallel_iterations=4)
+    sess = tf.Session(config=THREADS)
+    errors = []
+
+    def work(seed: int):
+        try:
+            for step in range(3):
+                value = np.arange(8.0).reshape(8, 1) + 100 * seed + step
+                np.testing.assert_array_equal(sess.run(out, {x: value}), value * 2 + 1)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    loop = next(k for k, op in zip(sess.plan_for(out, {x: np.zeros((8, 1))}).kernels,
+                                   sess.plan_for(out, {x: np.zeros((8, 1))}).ops) if op.type == "LoopCond")
+    assert loop.pipeline.worth_it
