@@ -162,3 +162,16 @@ def test_threads_running_one_pipelined_loop_each_get_their_values(scratch_regist
     loop = next(k for k, op in zip(sess.plan_for(out, {x: np.zeros((8, 1))}).kernels,
                                    sess.plan_for(out, {x: np.zeros((8, 1))}).ops) if op.type == "LoopCond")
     assert loop.pipeline.worth_it
+
+
+def test_a_cond_in_a_pipelined_body_takes_each_iterations_branch(scratch_registry):
+    probe = Probe(scratch_registry, pause=0.003)
+    values = np.arange(8.0)[::-1]  # the first iterations (timed in turn) take the long branch: then pipelined
+    rows = tf.constant(values.reshape(8, 1))
+    out = tf.map_fn(lambda r: tf.cond(r[0] > 3.5, lambda: probe(r), lambda: -r), rows, parallel_iterations=4)
+    with tf.Session(config=THREADS) as sess:
+        for _ in range(2):
+            np.testing.assert_array_equal(sess.run(out), np.where(values > 3.5, values * 2, -values).reshape(8, 1))
+        loop = next(k for k, op in zip(sess.plan_for(out).kernels, sess.plan_for(out).ops) if op.type == "LoopCond")
+    assert sorted({row for row, _, _ in probe.log}) == [4.0, 5.0, 6.0, 7.0]  # only the taken branches ran
+    assert loop.pipeline.worth_it is True
