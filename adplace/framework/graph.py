@@ -136,12 +136,17 @@ class Graph:
             name = name.decode()
         checks = (output_dtypes, input_types)
         context = self._stacks.control_flow_context
+        given = inputs
         if context is not None:  # values from outside a cond branch or loop body come in through Switch/Enter ops
             inputs = context.enter_inputs(inputs)
         with self._lock:
             claimed: list = []  # name-counter entries to give back if the op is not built
             try:
                 op = self._new_op(op_type, op_def, inputs, attrs, name, claimed, compute_device, checks)
+                for t in given:  # a loop's tensor read outside its loop: its context says so (TF's ValueError)
+                    source = t._op._control_flow_context
+                    if source is not None and source is not context:
+                        source.check_use(t, op, context)
             except BaseException:
                 for key, previous in reversed(claimed):
                     if previous is None:

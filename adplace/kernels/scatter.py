@@ -21,8 +21,8 @@ from adplace.framework.tensor_shape import dims_text
 from adplace.kernels.gpu import to_host
 from adplace.kernels.repeated_index import in_rounds, rounds, ufunc_at
 from adplace.kernels.registration import GPU_FLOAT, GPU_FLOATING, NO_GPU, kernel
-from adplace.kernels.state import (_adagrad, _centered_rms_prop, _holding, _momentum, _rms_prop, _training_kernel,
-                                   _uninitialized, storing_kernel)
+from adplace.kernels.state import (_adadelta, _adagrad, _centered_rms_prop, _holding, _momentum, _rms_prop,
+                                   _training_kernel, _uninitialized, storing_kernel)
 
 _MIN_MAX_TYPES = frozenset({_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64, _dtypes.int32,
                             _dtypes.int64})
@@ -203,6 +203,8 @@ def _rows_of(n_refs: int, grad_at: int, indices_at: int):
 for _op_type, _refs, _values, _update in (
         ("SparseApplyMomentum", ("var", "accum"), ("lr", "grad", "indices", "momentum"), _momentum),
         ("SparseApplyAdagrad", ("var", "accum"), ("lr", "grad", "indices"), _adagrad),
+        ("SparseApplyAdadelta", ("var", "accum", "accum_update"), ("lr", "rho", "epsilon", "grad", "indices"),
+         _adadelta),
         ("SparseApplyRMSProp", ("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad", "indices"),
          _rms_prop),
         ("SparseApplyCenteredRMSProp", ("var", "mg", "ms", "mom"),

@@ -246,6 +246,12 @@ def _adagrad(xp, attrs, var, accum, lr, grad):
     return var - grad * lr / xp.sqrt(accum), accum
 
 
+def _adadelta(xp, attrs, var, accum, accum_update, lr, rho, epsilon, grad):
+    accum = accum * rho + grad * grad * (1 - rho)
+    update = xp.sqrt(accum_update + epsilon) / xp.sqrt(accum + epsilon) * grad
+    return var - update * lr, accum, accum_update * rho + update * update * (1 - rho)
+
+
 for _op_type, _refs, _values, _update, _grad in (
         ("ApplyGradientDescent", ("var",), ("alpha", "delta"), _gradient_descent, "delta"),
         ("ApplyMomentum", ("var", "accum"), ("lr", "grad", "momentum"), _momentum, "grad"),
@@ -254,5 +260,6 @@ for _op_type, _refs, _values, _update, _grad in (
         ("ApplyRMSProp", ("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"), _rms_prop, "grad"),
         ("ApplyCenteredRMSProp", ("var", "mg", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"),
          _centered_rms_prop, "grad"),
-        ("ApplyAdagrad", ("var", "accum"), ("lr", "grad"), _adagrad, "grad")):
+        ("ApplyAdagrad", ("var", "accum"), ("lr", "grad"), _adagrad, "grad"),
+        ("ApplyAdadelta", ("var", "accum", "accum_update"), ("lr", "rho", "epsilon", "grad"), _adadelta, "grad")):
     kernel(_op_type, GPU_FLOAT | {_dtypes.bfloat16}, GPU_FLOAT)(_training_kernel(_refs, _values, _update, _grad))

@@ -134,6 +134,36 @@ def builder(op_type: str, inputs: list, attrs: dict, name: str, context=False) -
     return op
 
 
+_FRAME_OPS = frozenset({"Enter", "RefEnter", "Merge", "Switch", "RefSwitch", "NextIteration", "Exit", "LoopCond"})
+
+
+def _while_of(context):
+    """The innermost while loop a context is in (itself, or an outer one), or None."""
+    while context is not None and not isinstance(context, WhileContext):
+        context = context.outer
+    return context
+
+
+def _differentiates(loop, context) -> bool:
+    """Is `context` inside the backward loop of `loop` (or of a loop nested in it)? Its gradient ops read the
+    forward values (they come in through stacks)."""
+    while context is not None:
+        state = getattr(context, "state", None)
+        if state is not None and _encloses(loop, state.forward):
+            return True
+        context = context.outer
+    return False
+
+
+def _encloses(loop, context) -> bool:
+    """Is `context` the while loop `loop` or inside it?"""
+    while context is not None:
+        if context is loop:
+            return True
+        context = context.outer
+    return False
+
+
 class ControlFlowContext:
     """A cond branch or while body being built: which ops are in it, and how outside values come in."""
 
@@ -182,12 +212,21 @@ class ControlFlowContext:
         if not op._inputs and not any(self.contains(c) for c in op._control_inputs):
             op._add_control_input(self.pivot.op)
 
+    def check_use(self, t: Tensor, op: Operation, consumer) -> None:
+        """ValueError (TF's CheckInputFromValidContext) when `op`, built in context `consumer`, reads `t` of this
+        context from outside the while loop `t` is in; a loop's own Enter/Merge/Switch/NextIteration/Exit ops may."""
+        loop = _while_of(self)
+        if loop is None or op._type in _FRAME_OPS or _encloses(loop, consumer) or _differentiates(loop, consumer):
+            return
+        if _while_of(consumer) is not None:
+            raise ValueError(f"Cannot use '{t._op.name}' as input to '{op.name}' because they are in different while "
+                             f"loops. See info log for more details.")
+        raise ValueError(f"Cannot use '{t._op.name}' as input to '{op.name}' because '{t._op.name}' is in a while "
+                         f"loop. See info log for more details.")
+
     def seal(self, op: Operation) -> None:
         """An op inside a while loop has a value per iteration: neither fetched nor fed by Session.run (TF)."""
-        context = self
-        while context is not None and not isinstance(context, WhileContext):
-            context = context.outer
-        if context is not None:
+        if _while_of(self) is not None:
             self.graph.prevent_fetching(op)
             for t in op._outputs:
                 self.graph.prevent_feeding(t)
@@ -224,6 +263,10 @@ class WhileContext(ControlFlowContext):
         """An Enter (RefEnter for a reference) of `t` into this frame."""
         if self.outer is not None and not self.outer.contains(t._op):
             t = self.outer.value(t)  # from further out (or, in a backward loop, a forward value): through the outer
+        source = _while_of(t._op._control_flow_context)
+        if source is not None and not _encloses(source, self.outer):
+            raise ValueError(f"Cannot use '{t._op.name}' in the while loop '{self.frame_name}' because they are in "
+                             f"different while loops. See info log for more details.")
         op_type = "RefEnter" if t._dtype._is_ref else "Enter"
         attrs = {**_t_attr(t), "frame_name": self.frame_name, "is_constant": is_constant,
                  "parallel_iterations": self.parallel_iterations}

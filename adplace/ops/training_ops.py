@@ -1,6 +1,6 @@
 """The fused optimizer updates of TF1 (tensorflow/core/ops/training_ops.cc): ApplyGradientDescent, ApplyMomentum,
-ApplyAdam, ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad, and the sparse forms SparseApplyMomentum,
-SparseApplyAdagrad, SparseApplyRMSProp and SparseApplyCenteredRMSProp.
+ApplyAdam, ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad, ApplyAdadelta, and the sparse forms SparseApplyMomentum,
+SparseApplyAdagrad, SparseApplyAdadelta, SparseApplyRMSProp and SparseApplyCenteredRMSProp.
 
 Each op takes the variable and its slots by reference (so the placer keeps it on the variable's device), the
 hyper-parameters as scalars and the gradient with the variable's shape; it updates the variable and slots in place
@@ -84,8 +84,11 @@ _register_training_op("ApplyRMSProp", ("var", "ms", "mom", "lr", "rho", "momentu
 _register_training_op("ApplyCenteredRMSProp", ("var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon",
                                                "grad"), 4)
 _register_training_op("ApplyAdagrad", ("var", "accum", "lr", "grad"), 2)
+_register_training_op("ApplyAdadelta", ("var", "accum", "accum_update", "lr", "rho", "epsilon", "grad"), 3)
 _register_training_op("SparseApplyMomentum", ("var", "accum", "lr", "grad", "indices", "momentum"), 2)
 _register_training_op("SparseApplyAdagrad", ("var", "accum", "lr", "grad", "indices"), 2)
+_register_training_op("SparseApplyAdadelta", ("var", "accum", "accum_update", "lr", "rho", "epsilon", "grad",
+                                              "indices"), 3)
 _register_training_op("SparseApplyRMSProp", ("var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad",
                                              "indices"), 3)
 _register_training_op("SparseApplyCenteredRMSProp", ("var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon",
@@ -152,6 +155,14 @@ def apply_adagrad(var, accum, lr, grad, use_locking: bool = False, update_slots:
                                                              "update_slots": update_slots}, name)
 
 
+def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking: bool = False,
+                   name: str | None = None) -> Tensor:
+    """accum moves toward grad**2; update = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad;
+    accum_update moves toward update**2 (both by 1 - rho); var -= lr * update."""
+    return _apply("ApplyAdadelta", [var, accum, accum_update], [lr, rho, epsilon, grad], {"use_locking": use_locking},
+                  name)
+
+
 def sparse_apply_momentum(var, accum, lr, grad, indices, momentum, use_locking: bool = False,
                           use_nesterov: bool = False, name: str | None = None) -> Tensor:
     """ApplyMomentum on the rows `indices` of var and accum, row i of grad for row indices[i]."""
@@ -164,6 +175,13 @@ def sparse_apply_adagrad(var, accum, lr, grad, indices, use_locking: bool = Fals
     """ApplyAdagrad on the rows `indices` of var and accum, row i of grad for row indices[i]."""
     return _apply("SparseApplyAdagrad", [var, accum], [lr, grad, indices],
                   {"use_locking": use_locking, "update_slots": update_slots}, name, indices_at=2)
+
+
+def sparse_apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, indices, use_locking: bool = False,
+                          name: str | None = None) -> Tensor:
+    """ApplyAdadelta on the rows `indices` of var, accum and accum_update, row i of grad for row indices[i]."""
+    return _apply("SparseApplyAdadelta", [var, accum, accum_update], [lr, rho, epsilon, grad, indices],
+                  {"use_locking": use_locking}, name, indices_at=4)
 
 
 def sparse_apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking: bool = False,

@@ -1,4 +1,5 @@
 """adplace.train: device setters, optimizers, savers and the multi-GPU tower helpers (parallel.py)."""
+from adplace.train.adadelta import AdadeltaOptimizer
 from adplace.train.adagrad import AdagradOptimizer
 from adplace.train.adam import AdamOptimizer
 from adplace.train.device_setter import PS_OPS, STANDARD_PS_OPS, assign_to_device, replica_device_setter
@@ -27,6 +28,7 @@ __all__ += ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver
             "get_checkpoint_mtimes", "get_checkpoint_state", "init_from_checkpoint", "latest_checkpoint",
             "list_variables", "load_checkpoint",
             "load_variable", "remove_checkpoint", "update_checkpoint_state"]
+__all__ += ["AdadeltaOptimizer"]
 __all__ += ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
             "RMSPropOptimizer", "create_global_step", "get_global_step", "get_or_create_global_step", "global_step"]
 __all__ += ["average_gradients", "export_meta_graph", "import_meta_graph", "make_parallel", "write_graph"]

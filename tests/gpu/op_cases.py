@@ -205,8 +205,8 @@ def _scatter_program(rng):
 
 
 def _sparse_apply_program(rng):
-    """SparseApplyMomentum (Nesterov), SparseApplyAdagrad, SparseApplyRMSProp and SparseApplyCenteredRMSProp with a
-    repeated index (applied twice, in order)."""
+    """SparseApplyMomentum (Nesterov), SparseApplyAdagrad, SparseApplyAdadelta, SparseApplyRMSProp and
+    SparseApplyCenteredRMSProp with a repeated index (applied twice, in order)."""
     from adplace.ops import training_ops
 
     def slots(n, low=0.1):
@@ -214,6 +214,7 @@ def _sparse_apply_program(rng):
     grad, indices = tf.constant(_x(rng, 3, 3)), tf.constant(np.array([2, 0, 2], np.int64))
     fetches = [training_ops.sparse_apply_momentum(*slots(2), 0.1, grad, indices, 0.9, use_nesterov=True),
                training_ops.sparse_apply_adagrad(*slots(2), 0.1, grad, indices),
+               training_ops.sparse_apply_adadelta(*slots(3), 0.5, 0.9, 1e-3, grad, indices),
                training_ops.sparse_apply_rms_prop(*slots(3), 0.1, 0.9, 0.5, 1e-6, grad, indices),
                training_ops.sparse_apply_centered_rms_prop(*slots(4, low=0.5), 0.1, 0.9, 0.5, 1.0, grad, indices)]
     return tf.global_variables_initializer(), fetches, {}
@@ -284,6 +285,7 @@ CASES = {
     "rmsprop": _optimizer(lambda: tf.train.RMSPropOptimizer(0.1, momentum=0.5)),
     "centered_rmsprop": _optimizer(lambda: tf.train.RMSPropOptimizer(0.1, centered=True)),
     "adagrad": _optimizer(lambda: tf.train.AdagradOptimizer(0.1)),
+    "adadelta": _optimizer(lambda: tf.train.AdadeltaOptimizer(1.0, epsilon=1e-3)),
     "scatter": _scatter_program, "sparse_apply": _sparse_apply_program,
     "random": lambda rng: ([tf.random_uniform([400], seed=1), tf.random_normal([400], seed=2),
                             tf.truncated_normal([400], seed=3),
@@ -351,9 +353,11 @@ COVERS = {
                   "NoOp"},
     "sgd": {"ApplyGradientDescent"}, "momentum": {"ApplyMomentum"}, "adam": {"ApplyAdam"},
     "rmsprop": {"ApplyRMSProp"}, "centered_rmsprop": {"ApplyCenteredRMSProp"}, "adagrad": {"ApplyAdagrad"},
+    "adadelta": {"ApplyAdadelta"},
     "scatter": {"ScatterUpdate", "ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv", "ScatterMin", "ScatterMax",
                 "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub"},
-    "sparse_apply": {"SparseApplyMomentum", "SparseApplyAdagrad", "SparseApplyRMSProp", "SparseApplyCenteredRMSProp"},
+    "sparse_apply": {"SparseApplyMomentum", "SparseApplyAdagrad", "SparseApplyAdadelta", "SparseApplyRMSProp",
+                     "SparseApplyCenteredRMSProp"},
     "random": {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"},
     "linalg_diagonals": {"MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "Diag", "DiagPart", "MatrixBandPart",
                          "Einsum", "CheckNumerics"},

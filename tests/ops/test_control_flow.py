@@ -558,3 +558,20 @@ def test_sparse_tensors_come_out_of_conds_and_go_round_loops():
         got = sess.run(grown)
     np.testing.assert_array_equal(got.values, [1, 2, 2, 4, 2, 4, 4, 8])
     np.testing.assert_array_equal(got.dense_shape, [3, 4])
+
+
+def test_a_loop_tensor_used_outside_its_loop_is_refused_when_built():
+    inside = []
+
+    def body(i):
+        inside.append(tf.constant(2.0) * 3.0)
+        return i + 1
+    tf.while_loop(lambda i: i < 3, body, [0])
+    with pytest.raises(ValueError, match=r"Cannot use 'while/mul' as input to 'Add' because 'while/mul' is in a "
+                                         r"while loop"):
+        tf.add(1.0, inside[0])
+    with pytest.raises(ValueError, match=r"Cannot use 'while/mul' as input to 'cond/Add'"):
+        tf.cond(tf.constant(True), lambda: tf.add(1.0, inside[0]), lambda: tf.constant(0.0))
+    with pytest.raises(ValueError, match="because they are in different while loops"):
+        tf.while_loop(lambda j: j < 2, lambda j: j + tf.cast(inside[0], tf.int32), [0])
+    assert "Add" not in [op.name for op in tf.get_default_graph().get_operations()]  # nothing half built
