@@ -266,6 +266,10 @@ def grad_context(op: Operation):
 def exit_grad(op: Operation, grad):
     """A loop variable's gradient at its Exit enters the backward loop."""
     forward = _loop_of(op._inputs[0]._op)
+    if forward is None:  # a loop imported from a GraphDef: which ops form it was not recorded
+        raise LookupError(f"No gradient for the while loop ending at {op.name}: it was imported from a GraphDef, "
+                          f"which does not record the loop's structure (build the loop with tf.while_loop, or import "
+                          f"a graph whose gradients TF already built)")
     if not forward.back_prop:
         return None
     if grad is None:

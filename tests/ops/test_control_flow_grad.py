@@ -245,3 +245,15 @@ def test_a_stopped_loop_gradient_added_to_a_loss_needs_no_second_order_loop():
     r = tf.gradients(tf.square(y) + rx + rg, y)[0]  # 2y + d(x0 * y^6)/dy = 4 + 6 * 2 * 2^5
     with tf.Session() as sess:
         assert sess.run(r) == 388.0
+
+
+def test_the_gradient_of_an_imported_loop_says_why_it_is_not_built():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [], name="x")
+        tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x), [0, x], name="loop")
+    imported = tf.Graph()
+    with imported.as_default():
+        tf.import_graph_def(g.as_graph_def(), name="")
+        with pytest.raises(LookupError, match="No gradient for the while loop ending at loop/Exit_1: it was imported"):
+            tf.gradients(imported.get_tensor_by_name("loop/Exit_1:0"), imported.get_tensor_by_name("x:0"))
