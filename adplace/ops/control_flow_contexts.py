@@ -84,7 +84,7 @@ def switch(data, pred: Tensor, name: str | None = None) -> tuple:
     """(output_false, output_true): `data` on the output `pred` selects; the other output is dead (tf.switch). An
     IndexedSlices is switched part by part."""
     if isinstance(data, IndexedSlices):
-        parts = [switch(t, pred, name) for t in _slices_parts(data)]
+        parts = [switch(t, pred, name) for t in slices_parts(data)]
         return tuple(IndexedSlices(*(p[side] for p in parts)) for side in (0, 1))
     op_type = "RefSwitch" if data._dtype._is_ref else "Switch"
     return apply_op(op_type, [data, pred], _t_attr(data), name or "Switch")._outputs
@@ -106,7 +106,8 @@ def merge(inputs, name: str | None = None) -> tuple:
     return apply_op("Merge", inputs, {**_t_attr(inputs[0]), "N": len(inputs)}, name or "Merge")._outputs
 
 
-def _slices_parts(value: IndexedSlices) -> list:
+def slices_parts(value: IndexedSlices) -> list:
+    """The tensors of an IndexedSlices, as they cross a Switch, a Merge or a loop."""
     return [value.values, value.indices] + ([] if value.dense_shape is None else [value.dense_shape])
 
 
@@ -137,7 +138,7 @@ def builder(op_type: str, inputs: list, attrs: dict, name: str, context=False) -
 _FRAME_OPS = frozenset({"Enter", "RefEnter", "Merge", "Switch", "RefSwitch", "NextIteration", "Exit", "LoopCond"})
 
 
-def _while_of(context):
+def while_of(context):
     """The innermost while loop a context is in (itself, or an outer one), or None."""
     while context is not None and not isinstance(context, WhileContext):
         context = context.outer
@@ -149,16 +150,16 @@ def _differentiates(loop, context) -> bool:
     forward values (they come in through stacks)."""
     while context is not None:
         state = getattr(context, "state", None)
-        if state is not None and _encloses(loop, state.forward):
+        if state is not None and encloses(loop, state.forward):
             return True
         context = context.outer
     return False
 
 
-def _encloses(loop, context) -> bool:
-    """Is `context` the while loop `loop` or inside it?"""
+def encloses(outer, context) -> bool:
+    """Is `context` the context `outer` or nested in it?"""
     while context is not None:
-        if context is loop:
+        if context is outer:
             return True
         context = context.outer
     return False
@@ -182,12 +183,7 @@ class ControlFlowContext:
 
     def contains(self, op: Operation) -> bool:
         """Is `op` built in this context or one nested in it?"""
-        context = op._control_flow_context
-        while context is not None:
-            if context is self:
-                return True
-            context = context.outer
-        return False
+        return encloses(self, op._control_flow_context)
 
     def enter_inputs(self, inputs: tuple) -> tuple:
         return tuple(t if self.contains(t._op) else self.value(t) for t in inputs)
@@ -215,10 +211,10 @@ class ControlFlowContext:
     def check_use(self, t: Tensor, op: Operation, consumer) -> None:
         """ValueError (TF's CheckInputFromValidContext) when `op`, built in context `consumer`, reads `t` of this
         context from outside the while loop `t` is in; a loop's own Enter/Merge/Switch/NextIteration/Exit ops may."""
-        loop = _while_of(self)
-        if loop is None or op._type in _FRAME_OPS or _encloses(loop, consumer) or _differentiates(loop, consumer):
+        loop = while_of(self)
+        if loop is None or op._type in _FRAME_OPS or encloses(loop, consumer) or _differentiates(loop, consumer):
             return
-        if _while_of(consumer) is not None:
+        if while_of(consumer) is not None:
             raise ValueError(f"Cannot use '{t._op.name}' as input to '{op.name}' because they are in different while "
                              f"loops. See info log for more details.")
         raise ValueError(f"Cannot use '{t._op.name}' as input to '{op.name}' because '{t._op.name}' is in a while "
@@ -226,7 +222,7 @@ class ControlFlowContext:
 
     def seal(self, op: Operation) -> None:
         """An op inside a while loop has a value per iteration: neither fetched nor fed by Session.run (TF)."""
-        if _while_of(self) is not None:
+        if while_of(self) is not None:
             self.graph.prevent_fetching(op)
             for t in op._outputs:
                 self.graph.prevent_feeding(t)
@@ -263,8 +259,8 @@ class WhileContext(ControlFlowContext):
         """An Enter (RefEnter for a reference) of `t` into this frame."""
         if self.outer is not None and not self.outer.contains(t._op):
             t = self.outer.value(t)  # from further out (or, in a backward loop, a forward value): through the outer
-        source = _while_of(t._op._control_flow_context)
-        if source is not None and not _encloses(source, self.outer):
+        source = while_of(t._op._control_flow_context)
+        if source is not None and not encloses(source, self.outer):
             raise ValueError(f"Cannot use '{t._op.name}' in the while loop '{self.frame_name}' because they are in "
                              f"different while loops. See info log for more details.")
         op_type = "RefEnter" if t._dtype._is_ref else "Enter"

@@ -12,15 +12,9 @@ from adplace.ops import array_ops, math_ops
 from adplace.ops.control_flow_contexts import CondContext, WhileContext, merge, output_context, switch
 
 
-def _loop_of(op):
-    context = op._control_flow_context
-    return context if isinstance(context, WhileContext) else None
-
-
 @RegisterGradient("Switch")
 def _switch_grad(op, false_grad, true_grad):
-    loop = _loop_of(op)
-    if loop is not None and op._inputs[1]._op._type == "LoopCond":
+    if isinstance(op._control_flow_context, WhileContext) and op._inputs[1]._op._type == "LoopCond":
         from adplace.ops import while_grad  # noqa: PLC0415 - the backward-loop machinery, built on this module
         return while_grad.loop_switch_grad(op, false_grad, true_grad)
     if isinstance(op._control_flow_context, CondContext):  # a cond's: each branch's gradient is dead when untaken

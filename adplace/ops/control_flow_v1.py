@@ -19,7 +19,7 @@ from adplace.framework.operation import Operation, Tensor
 from adplace.framework.sparse_tensor import SparseTensor
 from adplace.framework.tensor_shape import TensorShape, as_shape
 from adplace.ops import array_ops, logical_ops, math_ops, reduction_ops
-from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, merge, switch
+from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, merge, slices_parts, switch
 
 
 # --- values that cross a branch or loop boundary: tensors, IndexedSlices, TensorArrays (by their flow) -------------
@@ -32,7 +32,7 @@ def _components(value) -> list:
     if isinstance(value, SparseTensor):
         return [value.indices, value.values, value.dense_shape]
     if isinstance(value, IndexedSlices):
-        return [value.values, value.indices] + ([] if value.dense_shape is None else [value.dense_shape])
+        return slices_parts(value)
     if _is_tensor_array(value):
         return [value.flow]
     if isinstance(value, Operation):

@@ -23,7 +23,7 @@ from adplace.framework.tensor_shape import TensorShape
 from adplace.framework.operation import Operation, Tensor
 from adplace.ops import array_ops, math_ops, stack_ops
 from adplace.ops.constant_op import constant
-from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, switch
+from adplace.ops.control_flow_contexts import CondContext, WhileContext, builder, encloses, switch, while_of
 from adplace.ops.op_builder import apply_op
 
 _active = threading.local()  # .states: {forward WhileContext: GradLoopState} of the tf.gradients call being built
@@ -214,10 +214,7 @@ def _close_merges(state: GradLoopState) -> None:
 
 
 def _loop_of(op: Operation) -> WhileContext | None:
-    context = op._control_flow_context
-    while context is not None and not isinstance(context, WhileContext):
-        context = context.outer
-    return context
+    return while_of(op._control_flow_context)
 
 
 def state_for(forward: WhileContext) -> GradLoopState:
@@ -226,27 +223,16 @@ def state_for(forward: WhileContext) -> GradLoopState:
         raise RuntimeError("while-loop gradients are built by tf.gradients")
     state = states.get(forward)
     if state is None:
-        outer = _loop_of_context(forward.outer)
+        outer = while_of(forward.outer)
         if outer is not None and _called_inside(outer):  # tf.gradients called in the outer body: no outer backward
             outer = None
         state = states[forward] = GradLoopState(forward, None if outer is None else state_for(outer))
     return state
 
 
-def _loop_of_context(context):
-    while context is not None and not isinstance(context, WhileContext):
-        context = context.outer
-    return context
-
-
 def _called_inside(forward: WhileContext) -> bool:
     """Is the running tf.gradients call made inside `forward`'s body? Its gradients then stay in the iteration."""
-    context = getattr(_active, "call_context", None)
-    while context is not None:
-        if context is forward:
-            return True
-        context = context.outer
-    return False
+    return encloses(forward, getattr(_active, "call_context", None))
 
 
 def grad_context(op: Operation):

@@ -177,14 +177,13 @@ def loop_kernel(loop: Loop, compile_sub: Callable, mover: Callable, deadline_err
         invariants = list(values[n_vars:])
         indices = first
         deadline = getattr(_state, "deadline", None)
-        if pipeline is not None and pipeline.worth_it:
-            state = pipeline.run(state, invariants, read_predicate, deadline, deadline_error, loop_cond)
-            exits = tuple(_moved(move, state[i]) for move, i in zip(exit_moves, exit_at))
-            return exits[0] if len(exits) == 1 else exits
         cond_fn, body_fn = cond_plan.fn, body_plan.fn
         timing = pipeline is not None and pipeline.worth_it is None  # still to learn whether threads would pay
         iteration, started = 0, time.perf_counter_ns()
-        while True:
+        in_turn = pipeline is None or not pipeline.worth_it  # read once: another run may decide it meanwhile
+        if not in_turn:
+            state = pipeline.run(state, invariants, read_predicate, deadline, deadline_error, loop_cond)
+        while in_turn:
             if deadline is not None and time.perf_counter_ns() > deadline.at_ns:
                 raise deadline_error(deadline, loop_cond)
             if timing and iteration == CALIBRATION_ITERATIONS:
