@@ -1,7 +1,6 @@
 """tf.cond, tf.case, tf.switch_case and tf.while_loop: values, the ops TF1 builds, bad input, placement, timeouts and
 threads. Gradients through them are in test_control_flow_grad.py."""
 import collections
-import signal
 import threading
 
 import numpy as np
@@ -9,6 +8,7 @@ import pytest
 
 import adplace as tf
 from adplace.framework.indexed_slices import IndexedSlices
+from ctrl_c import pressing_ctrl_c
 
 
 def _types(graph=None):
@@ -422,30 +422,12 @@ def test_ctrl_c_inside_a_loop_rolls_the_step_back():
             return i + 1
     long = tf.while_loop(lambda i: i < 10_000_000, body, [0])
     short = tf.while_loop(lambda i: i < 5, body, [0])
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's Ctrl-C, whatever the runner set
-    stop = threading.Event()
-
-    def press_ctrl_c():  # until the run stops: one landing in a gc callback (hypothesis installs one) is swallowed
-        stop.wait(0.2)
-        while not stop.is_set():
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-            stop.wait(0.05)
-    try:
-        with tf.Session() as sess:
-            sess.run(v.initializer)
-            presser = threading.Thread(target=press_ctrl_c)
-            presser.start()
-            try:
-                with pytest.raises(KeyboardInterrupt):
-                    sess.run(long)
-            finally:
-                signal.signal(signal.SIGINT, lambda signum, frame: None)  # a press still on its way is dropped
-                stop.set()
-                presser.join()
-            assert sess.run(v) == 0.0
-            assert sess.run(short) == 5 and sess.run(v) == 5.0
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        with pytest.raises(KeyboardInterrupt), pressing_ctrl_c(after=0.2):
+            sess.run(long)
+        assert sess.run(v) == 0.0
+        assert sess.run(short) == 5 and sess.run(v) == 5.0
 
 
 def test_a_failed_iteration_rolls_back_the_whole_step():

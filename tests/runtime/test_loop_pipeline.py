@@ -2,7 +2,6 @@
 once the first iterations, timed in turn, show long iterations, the others overlap, never more than
 `parallel_iterations` at once, with the values of the sequential run; errors, deadlines and Ctrl-C end the run only
 once no step of it is running; short iterations stay on the caller's thread."""
-import signal
 import threading
 import time
 
@@ -11,6 +10,7 @@ import pytest
 
 import adplace as tf
 from adplace.ops.op_builder import apply_op_1
+from ctrl_c import pressing_ctrl_c
 
 THREADS = tf.ConfigProto(inter_op_parallelism_threads=4)
 
@@ -105,30 +105,11 @@ def test_ctrl_c_stops_a_pipelined_loop_once_its_steps_are_done(scratch_registry)
     probe = Probe(scratch_registry, pause=0.01)
     rows = tf.constant(np.arange(400.0).reshape(400, 1))
     out = tf.map_fn(lambda r: probe(r), rows, parallel_iterations=4)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    stop = threading.Event()
-
-    def press():
-        stop.wait(0.15)
-        while not stop.is_set():
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-            stop.wait(0.05)
-    try:
-        with tf.Session(config=THREADS) as sess:
-            presser = threading.Thread(target=press)
-            presser.start()
-            try:
-                with pytest.raises(KeyboardInterrupt):
-                    sess.run(out)
-                ended = time.monotonic()
-            finally:
-                signal.signal(signal.SIGINT, lambda signum, frame: None)
-                stop.set()
-                presser.join()
-            time.sleep(0.05)
-            assert all(end <= ended for _, _, end in probe.log) and len(probe.log) < 400
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with tf.Session(config=THREADS) as sess:
+        with pytest.raises(KeyboardInterrupt), pressing_ctrl_c(after=0.15) as presses:
+            sess.run(out)
+        time.sleep(0.05)
+        assert all(end <= presses.stopped_at for _, _, end in probe.log) and len(probe.log) < 400
 
 
 def test_short_iterations_stay_on_the_callers_thread():
