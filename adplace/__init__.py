@@ -6,7 +6,7 @@ placer) and adplace/runtime (sessions).
 import types as _types
 
 from adplace import config, errors, nn, train
-from adplace import contrib, layers
+from adplace import adcme, contrib, layers
 from adplace.framework import dtypes
 from adplace.framework.device_spec import DeviceSpec
 from adplace.framework.dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32,  # noqa: A004

@@ -351,8 +351,8 @@ def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool =
              gate_gradients: bool = False, aggregation_method: int | None = None) -> list:
     """For each x in xs, the Hessian of sum(ys) with respect to x, shaped x.shape + x.shape (tf.hessians).
 
-    TF builds a while_loop over the elements of x; adplace has no while_loop yet, so it differentiates each
-    element of the first gradient in turn, which needs x's shape fully defined at graph construction.
+    TF builds a while_loop over the elements of x; adplace differentiates each element of the first gradient in
+    turn, unrolled (tf.adcme.jacobian is the loop form), which needs x's shape fully defined at graph construction.
 
     Raises:
       ValueError: an x whose shape is not fully defined, or whose first gradient does not depend on x (as when

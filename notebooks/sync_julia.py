@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES_DIR = HERE.parent / "julia" / "examples"
-EXAMPLES = ("adcme_colocation.jl", "multi_gpu_towers.jl")
+EXAMPLES = ("adcme_colocation.jl", "multi_gpu_towers.jl", "heat_inversion.jl")
 NOTEBOOK = HERE / "placement_julia.ipynb"
 MARKER = re.compile(r"^# %%(?:[ \t](.*))?$")
 

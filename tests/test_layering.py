@@ -157,12 +157,13 @@ def test_devices_and_placement_sit_below_ops_and_runtime():
 
 def test_observing_sits_on_top_and_optional_libraries_load_lazily():
     """The profiler and timeline read what runs produce; nothing that builds, places or runs imports them. The
-    extras they and the executor use (matplotlib, threadpoolctl) are imported only inside functions."""
+    extras they, the executor, tf.contrib.opt and tf.adcme use (matplotlib, threadpoolctl, CuPy, SciPy) are imported
+    only inside functions."""
     observers = ("adplace.profiler", "adplace.client")
     for layer in ("framework", "ops", "runtime", "kernels", "placement", "train", "gradients", "layers"):
         assert _violations(layer, observers) == [], layer
-    extras = ("matplotlib", "threadpoolctl", "cupy")
-    for layer in ("profiler", "client", "runtime"):
+    extras = ("matplotlib", "threadpoolctl", "cupy", "scipy")
+    for layer in ("profiler", "client", "runtime", "contrib", "adcme"):
         target = PACKAGE_DIR / layer
         paths = sorted(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
         eager = [(p.name, m) for p in paths for m, function in _imports(p)

@@ -91,12 +91,12 @@ end
     end
     @test err == ErrorException("boom")
     @test constant(1.0).device == ""                 # the scope was exited
-    @test_throws PyException @pywith tf.device("/gpu:0") begin
+    @test_throws PyError @pywith tf.device("/gpu:0") begin
         tf.constant(1.0; dtype="no such dtype")
     end
     @test constant(1.0).device == ""
     @test_throws ArgumentError @pywith 42 begin end
-    @test (@pywith tf.device("/cpu:0") begin 1 end) === nothing
+    @test (@pywith tf.device("/cpu:0") begin 1 end) === 1   # the block's value
     scope_name = nothing
     @pywith tf.name_scope("tower") as scope begin
         scope_name = scope
@@ -137,7 +137,7 @@ end
     @test run(sess, 2.0 * x + 1.0 - x / 2.0) ≈ @. 2A + 1 - A / 2
     @test run(sess, x .* x ./ x .- x .+ 1.0) ≈ ones(2, 2)
     @test run(sess, x^2) ≈ A .^ 2                     # ADCME's ^ is elementwise
-    @test run(sess, x .^ 2) ≈ A .^ 2
+    @test_throws ArgumentError x .^ 2                 # ADCME's rule: .^ is disabled, use ^
     @test run(sess, -x) == -A
     @test run(sess, sqrt(exp(log(x)))) ≈ sqrt.(A)
     @test run(sess, sin(x) + cos(x)) ≈ sin.(A) + cos.(A)
@@ -147,7 +147,7 @@ end
     @test run(sess, [x, constant(1.0)]) == Any[A, 1.0]
     @test run(sess, tf.no_op()) === nothing
     @test Variable(1.0).dtype.base_dtype.name == "float64"   # Julia literals are Float64, as in ADCME
-    @test_throws ArgumentError constant('c')
+    @test get_dtype(constant('c')) === String        # a Char is a one-letter string, as in ADCME
     @test_throws ArgumentError constant([1.0, 2.0]) * constant(A)
 end
 
@@ -170,7 +170,7 @@ end
     cpu_only = Session(GPU=0, soft=true); init(cpu_only)
     @test run(cpu_only, on_gpu) == 4.0               # soft placement moved it to the CPU
     strict = Session(GPU=0)
-    @test_throws PyException init(strict)            # the whole graph is placed at the first run, as in TF
+    @test_throws PyError init(strict)                # the whole graph is placed at the first run, as in TF
     x1 = constant(1.0)
     z = control_dependencies([u.op]) do
         tf.identity(x1)
@@ -201,8 +201,8 @@ end
     # set_shape, comparisons
     p = placeholder(Float64; shape=[nothing, 3])
     @test set_shape(p, 2, 3) === p && p.shape.as_list() == [2, 3]
-    @test set_shape(placeholder(Float64), [nothing, 4]).shape.as_list() == Any[nothing, 4]
-    @test_throws PyException set_shape(placeholder(Float64; shape=[2]), (3,))
+    @test set_shape(placeholder(Float64; shape=nothing), [nothing, 4]).shape.as_list() == Any[nothing, 4]
+    @test_throws PyError set_shape(placeholder(Float64; shape=[2]), (3,))
     @test run(sess, [constant(1.5) < 2.0, 2.0 <= constant(1.5), constant(1.5) > 1.0, constant(1.5) >= 1.5]) ==
           [true, false, true, true]
     # if_else and tf.cond/tf.case over Julia functions: only the taken branch runs, gradients flow through it
@@ -221,6 +221,234 @@ end
     init(sess)
     @test run(sess, a10) ≈ 1.5^10
     @test run(sess, gradients(a10, a)) ≈ 10 * 1.5^9
+end
+
+@testset "ADCME sizes and 1-based indexing: x[i], x[i, j], x[:, j], x[2:end], x[idx], masks, tensors" begin
+    reset_default_graph()
+    sess = Session()
+    A = reshape(collect(1.0:12.0), 3, 4)
+    x = constant(A)
+    v = constant(collect(1.0:5.0))
+    @test size(x) == (3, 4) && size(x, 1) == 3 && size(x, 2) == 4 && size(x, 3) == 1
+    @test length(x) == 12 && ndims(x) == 2 && size(constant(1.0)) == () && ndims(constant(1.0)) == 0
+    p = placeholder(Float64; shape=[nothing, 4])
+    @test size(p) == (nothing, 4) && length(p) === nothing && size(p, 1) === nothing
+    @test run(sess, v[2]) == 2.0 && run(sess, v[end]) == 5.0
+    @test run(sess, v[2:end]) == [2.0, 3.0, 4.0, 5.0]
+    @test run(sess, v[1:2:end]) == [1.0, 3.0, 5.0]
+    @test run(sess, v[[1, 3, 3]]) == [1.0, 3.0, 3.0]
+    @test run(sess, v[[true, false, true, false, false]]) == [1.0, 3.0]
+    @test run(sess, x[2, 3]) == A[2, 3]
+    @test run(sess, x[:, 2]) == A[:, 2]
+    @test run(sess, x[2, :]) == A[2, :]
+    @test run(sess, x[1:2, [1, 4]]) == A[1:2, [1, 4]]
+    @test run(sess, x[end, end]) == A[end, end]
+    @test run(sess, x[2]) == A[2, :]                  # one index on a matrix selects a row, as in ADCME
+    @test run(sess, x[:]) == vec(A)
+    B = reshape(collect(1.0:24.0), 2, 3, 4)
+    y = constant(B)
+    @test run(sess, y[2, :, 1]) == B[2, :, 1]
+    @test run(sess, y[:, [1, 3], end]) == B[:, [1, 3], end]
+    i = constant(3; dtype=Int32)                      # an index tensor, as a loop index is
+    @test run(sess, v[i]) == 3.0 && run(sess, x[i, 2]) == A[3, 2]
+    @test_throws PyError x[4, 1]                      # out of bounds, caught when the op is built
+    @test_throws ArgumentError setindex!(x, 2.0, 1, 1)   # tensors are values: scatter_update
+    w = Variable(collect(1.0:5.0))
+    init(sess)
+    @test run(sess, gradients(sum(w[[1, 1, 4]]), w)) == [2.0, 0.0, 0.0, 1.0, 0.0]
+    on_gpu = @gpu begin
+        v[2:3]
+    end
+    @test on_gpu.device == "/device:GPU:0"
+end
+
+@testset "ADCME's scatter_update, scatter_add, scatter_sub for x[i] = ..." begin
+    reset_default_graph()
+    sess = Session()
+    A = zeros(3, 4)
+    x = constant(A)
+    B = copy(A)
+    B[2, [1, 3]] = [5.0, 6.0]
+    @test run(sess, scatter_update(x, 2, [1, 3], [5.0, 6.0])) == B
+    C = copy(A)
+    C[:, 2] .+= 1.0
+    @test run(sess, scatter_add(x, :, 2, 1.0)) == C
+    @test run(sess, scatter_sub(constant(ones(4)), [1, 1, 4], [1.0, 2.0, 3.0])) == [-2.0, 1.0, 1.0, -2.0]
+    @test run(sess, scatter_update(constant(ones(3)), constant(2; dtype=Int32), 0.0)) == [1.0, 0.0, 1.0]
+    @test run(sess, x) == A                           # x itself is unchanged
+end
+
+@testset "column-major reshape, vec, adjoint give Julia's own results" begin
+    reset_default_graph()
+    sess = Session()
+    A = reshape(collect(1.0:24.0), 4, 6)
+    x = constant(A)
+    @test run(sess, reshape(x, 3, 8)) == reshape(A, 3, 8)
+    @test run(sess, reshape(x, 24)) == reshape(A, 24)
+    @test run(sess, reshape(x, :, 2)) == reshape(A, :, 2)
+    @test run(sess, reshape(x, 2, 3, 4)) == reshape(A, 2, 3, 4)
+    @test run(sess, reshape(reshape(x, 2, 3, 4), 6, 4)) == reshape(A, 6, 4)
+    @test run(sess, reshape(x, [6, 4])) == permutedims(reshape(vec(permutedims(A)), 4, 6))   # TF's row-major
+    @test run(sess, vec(x)) == vec(A)
+    B = reshape(collect(1.0:24.0), 2, 3, 4)
+    @test run(sess, vec(constant(B))) == vec(B)
+    @test run(sess, rvec(x)) == reshape(A, 1, :) && run(sess, cvec(x)) == reshape(A, :, 1)
+    @test run(sess, x') == A'
+    u = [1.0, 2.0, 3.0]
+    @test run(sess, constant(u)') == u'               # a vector's adjoint is a 1×n row
+    Z = [1.0+2.0im 3.0; 0.0 1.0im]
+    @test run(sess, constant(Z)') == Z' && run(sess, transpose(constant(Z))) == transpose(Z)
+    p = placeholder(Float64; shape=[4, 6])
+    @test run(sess, reshape(p, 6, 4), p => A) == reshape(A, 6, 4)   # a fed Julia matrix keeps its indices
+end
+
+@testset "gradients of non-scalars are Jacobians; jacobian, hessian, gradients_colocate" begin
+    reset_default_graph()
+    sess = Session()
+    x = constant([1.0, 2.0, 3.0])
+    ys = stack([x[1] * x[2], sin(x[3]), x[1]^2])
+    J = [2.0 1.0 0.0; 0.0 0.0 cos(3.0); 2.0 0.0 0.0]
+    @test run(sess, gradients(ys, x)) ≈ J
+    @test run(sess, jacobian(ys, x)) ≈ J
+    s = constant(2.0)
+    @test run(sess, gradients(s * x, s)) == [1.0, 2.0, 3.0]
+    @test size(gradients(reshape(x, 1, 3) * s, s)) == (1, 3)
+    @test run(sess, hessian(sum(x^3), x)) ≈ diagm([6.0, 12.0, 18.0])
+    @test run(sess, hessian_vector(sum(x^3), x, [1.0, 0.0, 1.0])) ≈ [6.0, 0.0, 18.0]
+    gs = gradients(sum(x^2), (x, s))
+    @test run(sess, gs[1]) == [2.0, 4.0, 6.0] && gs[2] === nothing
+    @test run(sess, gradients_colocate(sum(x^2), x)) == [2.0, 4.0, 6.0]
+end
+
+@testset "placeholder, constant, Variable, get_variable, convert_to_tensor as in ADCME" begin
+    reset_default_graph()
+    sess = Session()
+    p = placeholder(Float64)
+    @test size(p) == ()                               # ADCME's default shape: a scalar
+    @test run(sess, 2.0 * p, p => 3.0) == 6.0
+    q = placeholder([1.0, 2.0])                       # a placeholder with a default value
+    @test size(q) == (2,) && run(sess, q) == [1.0, 2.0] && run(sess, q, q => [3.0, 4.0]) == [3.0, 4.0]
+    for (T, value) in ((Float64, 1.5), (Float32, 1.5f0), (Int64, 3), (Int32, Int32(3)), (Bool, true),
+                       (ComplexF64, 1.0 + 2.0im), (ComplexF32, ComplexF32(1, 2)))
+        c = constant(value)
+        @test get_dtype(c) === T && run(sess, c) == value
+        @test get_dtype(constant(1; dtype=T)) === T
+    end
+    @test get_dtype(constant("text")) === String && constant(1.0; name="named").name == "named:0"
+    v = Variable(ones(2); name="w", trainable=false)
+    @test v.name == "w:0" && !(v in get_collection())
+    g1 = get_variable(2.0; name="g", scope="s")
+    g2 = get_variable(3.0; name="g", scope="s")
+    @test g1 == g2 && g1.name == "s/g:0"              # the second call reuses the variable
+    z = get_variable(Float64; shape=(2, 3), name="z")
+    @test size(z) == (2, 3) && get_dtype(z) === Float64
+    u1, u2 = get_variable(1.0), get_variable(2.0)
+    @test startswith(u1.name, "unnamed_") && u1 != u2      # each unnamed call makes a new variable
+    init(sess)
+    @test run(sess, g1) == 2.0
+    @test get_dtype(convert_to_tensor(1)) === Int64
+    @test get_dtype(convert_to_tensor(constant(1.0); dtype=Float32)) === Float32
+    @test convert_to_tensor(nothing) === nothing
+    a, b = convert_to_tensor(Any[1, [2.0, 3.0]], [Float32, Float64])
+    @test (get_dtype(a), get_dtype(b)) == (Float32, Float64)
+end
+
+@testset "training as ADCME users write it: optimizers, minimize, BFGS!, ScipyOptimizerInterface" begin
+    reset_default_graph()
+    sess = Session()
+    a = Variable(1.0)
+    loss = (a - 3.0)^2
+    step = minimize(GradientDescentOptimizer(0.1), loss; colocate_gradients_with_ops=true)
+    init(sess)
+    for _ in 1:100
+        run(sess, step)
+    end
+    @test run(sess, a) ≈ 3.0 atol = 1e-6
+    for opt in (AdamOptimizer(0.1), AdadeltaOptimizer(10.0), AdagradOptimizer(0.5), RMSPropOptimizer(0.05))
+        op = minimize(opt, loss)
+        init(sess)
+        before = run(sess, loss)
+        for _ in 1:20
+            run(sess, op)
+        end
+        @test run(sess, loss) < before
+    end
+    lr = placeholder(0.1)                             # ADCME's dynamic learning rate
+    adam = minimize(AdamOptimizer(lr), loss)
+    init(sess)
+    run(sess, adam, lr => 0.5)
+    @test run(sess, a) ≈ 1.5                          # Adam's first step moves by the learning rate
+    θ1, θ2 = Variable(5.0), Variable(5.0)
+    fit = (θ1 - 1.0)^2 + 10.0 * (θ2 - 2.0)^2
+    init(sess)
+    steps = Int[]
+    losses = BFGS!(sess, fit, 100; vars=[θ1, θ2], callback=(vs, iter, l) -> push!(steps, iter), verbose=false)
+    @test run(sess, [θ1, θ2]) ≈ [1.0, 2.0] atol = 1e-6
+    @test steps == collect(0:length(losses)-1) && losses[end] < 1e-10
+    c = Variable(2.0)
+    init(sess)
+    BFGS!(sess, c^2; bounds=Dict(c => [1.0, 3.0]), verbose=false)
+    @test run(sess, c) == 1.0                         # the bound, not the unconstrained minimum 0
+    opt = ScipyOptimizerInterface((θ1 + 1.0)^2; var_list=[θ1])
+    ScipyOptimizerMinimize(sess, opt)
+    @test run(sess, θ1) ≈ -1.0 atol = 1e-6
+end
+
+@testset "math and nn functions with dims; ADCME's broadcasting rules" begin
+    reset_default_graph()
+    sess = Session()
+    A = [1.0 -2.0 3.0; -4.0 5.0 -6.0]
+    x = constant(A)
+    @test run(sess, tanh(x)) ≈ tanh.(A) && run(sess, abs(x)) == abs.(A)
+    @test run(sess, mean(x)) ≈ mean(A) && run(sess, mean(x; dims=1)) ≈ vec(mean(A; dims=1))
+    @test run(sess, sum(x; dims=2)) == vec(sum(A; dims=2)) && run(sess, sum(x; dims=(1, 2))) == sum(A)
+    @test run(sess, prod(x; dims=1)) == vec(prod(A; dims=1))
+    @test run(sess, maximum(x)) == maximum(A) && run(sess, minimum(x; dims=2)) == vec(minimum(A; dims=2))
+    @test run(sess, max(x, 0.0)) == max.(A, 0.0) && run(sess, min(x, 0.0)) == min.(A, 0.0)
+    @test run(sess, relu(x)) == relu.(A) && run(sess, sigmoid(x)) ≈ sigmoid.(A)
+    @test run(sess, softplus(x)) ≈ softplus.(A)
+    @test run(sess, exp(x)) ≈ exp.(A) && run(sess, log1p(abs(x))) ≈ log1p.(abs.(A))
+    @test run(sess, norm(x)) ≈ norm(A) && run(sess, norm(x, 1)) ≈ norm(A, 1)
+    M = [2.0 1.0; 1.0 3.0]
+    m = constant(M)
+    @test run(sess, diag(m)) == diag(M) && run(sess, inv(m)) ≈ inv(M) && run(sess, det(m)) ≈ det(M)
+    @test run(sess, diagm(constant([1.0, 2.0]))) == diagm([1.0, 2.0]) && run(sess, tr(m)) == tr(M)
+    @test run(sess, dot(constant([1.0, 2.0]), [3.0, 4.0])) == 11.0
+    @test run(sess, x .+ A) == A .+ A && run(sess, A .- x) == zeros(2, 3)
+    @test run(sess, x .* A) == A .* A && run(sess, x ./ 2.0) == A ./ 2.0
+    @test_throws ArgumentError x .^ 2
+    @test_throws ArgumentError x .^ constant(2.0)
+    B = reshape(collect(1.0:24.0), 2, 3, 4)
+    y = constant(B)
+    @test run(sess, 2.0 * y) == 2.0 .* B && run(sess, y * constant(2.0)) == B .* 2.0   # rank 3 × scalar
+    @test run(sess, cast(constant([1.7, -1.2]), Int32)) == Int32[1, -1]
+    @test run(sess, squeeze(constant(ones(1, 3)); dims=1)) == ones(3)
+end
+
+@testset "small fixes: control_dependencies takes a tuple, @pywith returns the block's value, PyError" begin
+    reset_default_graph()
+    sess = Session()
+    a = Variable(0.0)
+    add1, add10 = tf.assign_add(a, 1.0), tf.assign_add(a, 10.0)
+    z = control_dependencies((add1, add10)) do
+        tf.identity(constant(1.0))
+    end
+    @test add1.op in z.op.control_inputs && add10.op in z.op.control_inputs
+    @test (@pywith tf.name_scope("s") begin 41 + 1 end) == 42
+    @test (@cpu begin constant(1.0) end).device == "/device:CPU:0"
+    err = try
+        run(sess, tf.gather(constant([1.0, 2.0]), constant(5)))
+    catch e
+        e
+    end
+    @test err isa PyError && err.kind == "InvalidArgumentError" && err.op == "GatherV2"
+    @test occursin("GatherV2", sprint(showerror, err)) && err.exception isa PyException
+    missing_name = try
+        getproperty(tf, :no_such_name)
+    catch e
+        e
+    end
+    @test missing_name isa PyError && missing_name.kind == "AttributeError" && missing_name.op === nothing
 end
 
 run_example("multi_gpu_towers.jl")
@@ -258,4 +486,27 @@ run_example("heat_equation.jl")
     # one loop frame per simulation (and one for the gradient), not one op per time step
     types = [op.type for op in graph_ops()]
     @test count(==("LoopCond"), types) >= 3 && count(==("MatMul"), types) <= 8
+end
+
+run_example("heat_inversion.jl")
+@testset "the heat inversion example recovers θ with BFGS!, the loop on GPU 0" begin
+    @test size(u_obs) == (steps + 1, length(sensors))
+    # the data are the flux-form scheme for θ_true at the sensors, computed here in Julia
+    κ_true = @. exp(θ_true[1] + θ_true[2] * (faces - 0.5))
+    v = copy(u0)
+    for _ in 1:steps
+        flux = κ_true .* diff([0.0; v; 0.0]) / dx
+        v = v + dt * diff(flux) / dx
+    end
+    @test u_obs[end, :] ≈ v[sensors] rtol = 1e-12
+    # noise-free data from the same model: θ_true is the loss's zero, and L-BFGS-B stops within ~1e-10 of it
+    @test maximum(abs.(θ_fit - θ_true)) < 1e-6
+    @test losses[end] < 1e-12 * loss0
+    @test length(θ_path) == length(losses) && θ_path[end] ≈ θ_fit
+    # θ on the CPU; the model's loop (the second while_loop) and its misfit on GPU 0, as requested and as placed
+    @test θ.device == "/device:CPU:0" && loss.device == "/device:GPU:0"
+    @test sess.placement(θ) == "/job:localhost/replica:0/task:0/device:CPU:0"
+    loop_ops = [op for op in graph_ops() if startswith(op.name, "while_1/")]
+    @test any(op.type == "MatMul" for op in loop_ops) && all(op.device == "/device:GPU:0" for op in loop_ops)
+    @test sess.placement(loss) == "/job:localhost/replica:0/task:0/device:GPU:0"
 end

@@ -11,13 +11,39 @@ as the Julia package will.
 - `julia_function(f)` is `pyfunc(julia_callback(f))`: arguments through `to_julia`, the result through `to_python`.
 - `raw_julia_function(f)` is PythonCall's plain `pyfunc(f)`: arguments arrive as raw Python objects (a Python `str`
   stays a `str`, which never equals a `JuliaString`); only the result is converted, as `Py(result)` does.
+- `python_index(i)` is ADPlace's `python_index` (julia/src/arrays.jl): how a Julia index reaches `tf.adcme`.
+
+The tables of types (`dtype(::Type{T}) = tf.x` methods, `const JULIA_ELTYPES`) are read from the Julia source, so
+the stand-in cannot drift from it; the rules above are checked against the source by tests/julia.
 """
 import builtins
+import re
 import types
 
 import numpy as np
 
 import adplace
+from julia_sources import package_source
+
+SOURCE = package_source()
+
+
+def _dtype_methods(source: str) -> dict:
+    """Julia type name -> adplace dtype name, from ADPlace's `dtype(::Type{T}) = tf.x` methods (a Union names several)."""
+    table = {}
+    for names, dtype in re.findall(r"^dtype\(::Type\{(?:<:Union\{)?([\w, ]+)\}?\}\) = tf\.(\w+)$", source, re.M):
+        table.update({name.strip(): dtype for name in names.split(",")})
+    return table
+
+
+def _eltypes(source: str) -> dict:
+    """NumPy dtype name -> Julia type name, from ADPlace's `const JULIA_ELTYPES = Dict(...)`."""
+    body = re.search(r"^const JULIA_ELTYPES = Dict\((.*?)\n\)", source, re.S | re.M).group(1)
+    return dict(re.findall(r'"(\w+)" => (\w+)', body))
+
+
+JULIA_DTYPES = _dtype_methods(SOURCE)
+NUMPY_TO_JULIA = _eltypes(SOURCE)
 
 
 class JuliaString:
@@ -71,8 +97,7 @@ class JuliaType:
     `topy(T::Type) = topy(dtype(T))` turns into an adplace dtype."""
 
     __slots__ = ("name",)
-    DTYPES = {"Float64": "float64", "Float32": "float32", "Int64": "int64", "Int32": "int32", "Bool": "bool",
-              "ComplexF64": "complex128", "ComplexF32": "complex64", "String": "string"}
+    DTYPES = JULIA_DTYPES
 
     def __init__(self, name):
         if name not in self.DTYPES:
@@ -160,3 +185,27 @@ def raw_julia_function(f):
 def pybuiltin(name):
     """ADPlace's `pybuiltin(name)`: the Python builtin as a `JuliaPyObject`."""
     return JuliaPyObject(getattr(builtins, name))
+
+
+def python_index(i):
+    """ADPlace's `python_index`: Julia's Int as an int, `:` (a `slice(None)` here) as it is, ranges (Python `range`s
+    here, already 1-based) and integer vectors as int64 arrays, Bool vectors as bool arrays, tensors as they are."""
+    if isinstance(i, JuliaPyObject):
+        return i
+    if isinstance(i, slice):
+        if i != slice(None):
+            raise ValueError("the stand-in's Colon is slice(None)")
+        return i
+    if isinstance(i, (bool, np.bool_)):
+        raise TypeError("a Bool is not a Julia index here")
+    if isinstance(i, (int, np.integer)):
+        return int(i)
+    if isinstance(i, range):
+        return np.array(i, dtype=np.int64)
+    array = np.asarray(i)
+    if array.dtype == np.bool_:
+        return array.copy()
+    if array.dtype.kind in "iu":
+        return array.astype(np.int64)
+    raise TypeError(f"a tensor index must be an integer, a range, a vector of integers or Bools, `:` or an integer "
+                    f"tensor; got {type(i).__name__}")

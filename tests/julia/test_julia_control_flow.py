@@ -13,12 +13,12 @@ import pytest
 
 import adplace as tf
 from heat_reference import explicit_steps
+from julia_sources import SRC_FILES, package_source
 from julia_standin import JuliaPyObject, JuliaString, JuliaType, julia_function, to_julia, to_python
 from test_julia_docstrings import _exported
 from test_julia_package import missing_tf_names, tf_chains
 
 REPO = Path(__file__).resolve().parents[2]
-ADPLACE_JL = REPO / "julia" / "src" / "ADPlace.jl"
 HEAT_JL = REPO / "julia" / "examples" / "heat_equation.jl"
 jl_tf = JuliaPyObject(tf)
 FLOAT64, INT32, INT64, BOOL = (JuliaType(name) for name in ("Float64", "Int32", "Int64", "Bool"))
@@ -186,7 +186,7 @@ def if_else(condition, fn1, fn2, *args, **kwargs):
 def test_the_twins_follow_adplace_jl():
     """The definitions the twins above copy are in ADPlace.jl as copied (1-based read/write subtract 1; ADCME's
     TensorArray defaults; tf.while_loop with the list of loop variables; tf.cond or tf.where_v2 in if_else)."""
-    source = " ".join(ADPLACE_JL.read_text().split())
+    source = " ".join(package_source().split())
     for line in ("Base.read(ta::PyObject, i::Union{PyObject,Integer}) = ta.read(i - 1)",
                  "Base.write(ta::PyObject, i::Union{PyObject,Integer}, value::PyObject) = ta.write(i - 1, value)",
                  "write(ta, i, constant(value; dtype=ta.dtype))",
@@ -210,7 +210,7 @@ def test_the_twins_follow_adplace_jl():
 def test_every_tf_name_of_the_control_flow_code_exists(julia_parser):
     """The `tf.x` the new Julia code reaches (ADPlace.jl and the heat example) are adplace's."""
     chains = set()
-    for path in (ADPLACE_JL, HEAT_JL, REPO / "julia" / "test" / "runtests.jl"):
+    for path in (*SRC_FILES, HEAT_JL, REPO / "julia" / "test" / "runtests.jl"):
         chains |= tf_chains(julia_parser.parse(path.read_bytes()))
     assert {"while_loop", "TensorArray", "cond", "case", "where_v2", "less", "less_equal", "greater",
             "greater_equal", "train.GradientDescentOptimizer"} <= chains

@@ -1,8 +1,9 @@
 """Every name ADPlace exports has a docstring right above its definition."""
 import re
-from pathlib import Path
 
-SOURCE = (Path(__file__).resolve().parents[2] / "julia" / "src" / "ADPlace.jl").read_text()
+from julia_sources import package_source
+
+SOURCE = package_source()
 
 
 def _exported() -> list[str]:
@@ -12,8 +13,9 @@ def _exported() -> list[str]:
 
 def _documented(name: str) -> bool:
     bare = name.lstrip("@")
-    definition = (rf"(?:macro {re.escape(bare)}\(|function (?:Base\.)?{re.escape(bare)}\(|const {re.escape(bare)} ="
-                  rf"|struct {re.escape(bare)}\b|{re.escape(bare)}\()")
+    owner = r"(?:(?:Base|LinearAlgebra|Statistics)\.)?"
+    definition = (rf"(?:macro {re.escape(bare)}\(|function {owner}{re.escape(bare)}\(|const {re.escape(bare)} ="
+                  rf"|struct {re.escape(bare)}\b|{owner}{re.escape(bare)}\()")
     return re.search(rf'"""\n(?:[^\n]*\n)*?"""\n{definition}', SOURCE) is not None or \
         re.search(rf'"""[^\n]+"""\n{definition}', SOURCE) is not None
 

@@ -93,10 +93,11 @@ def test_julia_notebook_kernel(julia_nb):
 
 
 def test_code_cells_are_the_examples_cells_in_order(julia_nb):
-    """The code cells are exactly the `# %%` cells of adcme_colocation.jl, then multi_gpu_towers.jl: all of them."""
-    assert sync_julia.EXAMPLES == ("adcme_colocation.jl", "multi_gpu_towers.jl")
+    """The code cells are exactly the `# %%` cells of adcme_colocation.jl, multi_gpu_towers.jl, then
+    heat_inversion.jl: all of them."""
+    assert sync_julia.EXAMPLES == ("adcme_colocation.jl", "multi_gpu_towers.jl", "heat_inversion.jl")
     wanted = sync_julia.example_cells()
-    assert len(wanted) >= 10
+    assert len(wanted) >= 18
     problem = cells_mismatch(code_sources(julia_nb), wanted)
     assert problem is None, problem
 
@@ -166,11 +167,12 @@ def test_prose_covers_the_steps(julia_nb):
     """The prose explains each step of the issue's list, under headings in the script's order."""
     prose = "\n".join(cell.source for cell in julia_nb.cells if cell.cell_type == "markdown")
     terms = ["] dev path/to/adplace/julia", "JULIA_CONDAPKG_BACKEND=Null", "JULIA_PYTHONCALL_EXE", "set_virtual_gpus",
-             "assign_to_device", "op.device", "colocate=true", "run_profile", "save_profile", "UPDATE_OPS"]
+             "assign_to_device", "op.device", "colocate=true", "run_profile", "save_profile", "UPDATE_OPS",
+             "u[:, sensors]", "bounds"]
     assert [t for t in terms if t not in prose] == []
     headings = [line for line in prose.splitlines() if line.startswith("#")]
     steps = ["Install", "Devices and virtual GPUs", "`@cpu` and `@gpu`", "`assign_to_device`", "`@pywith",
-             "Colocated gradients", "profile", "`UPDATE_OPS`", "Part 2"]
+             "Colocated gradients", "profile", "`UPDATE_OPS`", "Part 2", "Part 3", "`while_loop`", "`BFGS!`"]
     found = [next((k for k, h in enumerate(headings) if step in h), -1) for step in steps]
     assert -1 not in found and found == sorted(found), list(zip(steps, found))
 
@@ -223,14 +225,14 @@ def test_sync_rewrites_code_cells_and_keeps_prose(scratch, capsys):
 def test_sync_appends_and_drops_cells(scratch, capsys):
     """A cell added to the last example is appended (with a note to write its prose); removed, it is dropped."""
     notebook, examples = scratch
-    towers = examples / "multi_gpu_towers.jl"
-    original = towers.read_text()
-    towers.write_text(original + "\n# %% One more\nprintln(losses[end])\n")
+    last = examples / sync_julia.EXAMPLES[-1]
+    original = last.read_text()
+    last.write_text(original + "\n# %% One more\nprintln(losses[end])\n")
     assert sync_julia.sync(notebook, examples) == 0
-    assert "appended code cell 14" in capsys.readouterr().out
+    assert f"appended code cell {len(sync_julia.example_cells()) + 1}" in capsys.readouterr().out
     nb = nbformat.read(notebook, as_version=4)
     nbformat.validate(nb)
     assert nb.cells[-1].source == "println(losses[end])" and code_cells_without_prose(nb) == [len(nb.cells) - 1]
-    towers.write_text(original)
+    last.write_text(original)
     assert sync_julia.sync(notebook, examples) == 0
     assert notebook.read_text() == JULIA_NOTEBOOK.read_text()

@@ -20,6 +20,7 @@ import pytest
 
 import adplace as tf
 from adplace.errors import InvalidArgumentError
+from julia_sources import SRC_FILES, package_source
 from julia_standin import (JuliaPyObject, JuliaString, julia_function, pybuiltin, raw_julia_function, to_julia,
                            to_python)
 from placement_log import CPU0, GPU0, GPU1
@@ -31,7 +32,6 @@ except ModuleNotFoundError:  # Python 3.10
 
 REPO = Path(__file__).resolve().parents[2]
 JULIA_DIR = REPO / "julia"
-ADPLACE_JL = JULIA_DIR / "src" / "ADPlace.jl"
 JULIA_FILES = sorted(JULIA_DIR.rglob("*.jl"))
 JULIAPKG_JSON = REPO / "adplace" / "juliapkg.json"
 PYTHONCALL_UUID = "6099a3de-0909-46bc-b1f4-468b9a2dfc0d"
@@ -88,7 +88,7 @@ def test_every_tf_attribute_the_julia_code_uses_exists(julia_trees):
     """Each `tf.x.y` in julia/ (ADPlace's `tf` is `import adplace`) resolves on adplace: a misspelt or missing name
     would be an error only when the Julia line runs."""
     chains = set().union(*map(tf_chains, julia_trees.values()))
-    assert {"device", "NodeDef", "GraphKeys.UPDATE_OPS", "gradients", "Session", "ConfigProto", "run_profile",
+    assert {"device", "NodeDef", "GraphKeys.UPDATE_OPS", "adcme.gradients", "Session", "ConfigProto", "run_profile",
             "save_profile", "train.GradientDescentOptimizer", "config.set_virtual_gpus", "config.cuda_gpus",
             "get_default_graph"} <= chains
     missing = missing_tf_names(chains)
@@ -129,7 +129,9 @@ def julia_constants(tree) -> dict:
 
 def test_julia_constants_match_adplace(julia_trees):
     """ADPlace.jl's collection keys equal tf.GraphKeys' and its PS_OPS equals adplace.PS_OPS (as a list)."""
-    constants = julia_constants(julia_trees[ADPLACE_JL])
+    constants = {}
+    for path in SRC_FILES:
+        constants |= julia_constants(julia_trees[path])
     assert constants["UPDATE_OPS"] == tf.GraphKeys.UPDATE_OPS
     assert constants["TRAINABLE_VARIABLES"] == tf.GraphKeys.TRAINABLE_VARIABLES
     assert constants["GLOBAL_VARIABLES"] == tf.GraphKeys.GLOBAL_VARIABLES
@@ -140,11 +142,11 @@ def test_the_standin_follows_adplace_jl():
     """julia_standin.py models what ADPlace.jl says: a Python str becomes a Julia String, and a Julia function
     handed to Python converts its arguments with tojulia and its result with topy (else the stand-in tests below
     would check a convention the package does not have)."""
-    source = " ".join(ADPLACE_JL.read_text().split())
+    source = " ".join(package_source().split())
     assert "pyisinstance(x, pybuiltins.str) && return pyconvert(String, x)" in source
     assert "topy(f::Function) = pyfunc(julia_callback(f)" in source
     assert "topy(f(map(tojulia, args)...;" in source
-    assert "Base.getproperty(x::PyObject, k::Symbol) = tojulia(pygetattr(" in source
+    assert "Base.getproperty(x::PyObject, k::Symbol) = tojulia(python(() -> pygetattr(" in source
 
 
 # --- configuration files ------------------------------------------------------------------------------------------
@@ -174,12 +176,14 @@ def test_juliapkg_finds_the_installed_adplace():
 
 
 def test_project_toml():
-    """julia/Project.toml: ADPlace with PythonCall (its real uuid, a compat bound), a Julia compat, Test for tests."""
+    """julia/Project.toml: ADPlace with PythonCall and the stdlibs LinearAlgebra and Statistics (their real uuids, a
+    compat entry each), a Julia compat, Test for tests."""
     project = load_toml(JULIA_DIR / "Project.toml")
     assert project["name"] == "ADPlace"
     assert project["uuid"] == json.loads(JULIAPKG_JSON.read_text())["packages"]["ADPlace"]["uuid"]
-    assert project["deps"] == {"PythonCall": PYTHONCALL_UUID}
-    assert project["compat"]["PythonCall"] and project["compat"]["julia"]
+    assert project["deps"] == {"PythonCall": PYTHONCALL_UUID, "LinearAlgebra": "37e2e46d-f89d-539d-b4ee-838fcccc9c8e",
+                               "Statistics": "10745b16-79ce-11e8-11f9-7d13ad32a3b2"}
+    assert all(project["compat"].get(name) for name in [*project["deps"], "julia"])
     assert "Test" in project["extras"] and project["targets"]["test"] == ["Test"]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from julia_sources import package_source
 from test_julia_docstrings import _exported
 from test_julia_package import missing_tf_names, tf_chains
 
@@ -19,7 +20,7 @@ nbformat = pytest.importorskip("nbformat")
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "python_calls_julia.ipynb"
-ADPLACE_JL = (REPO / "julia" / "src" / "ADPlace.jl").read_text()
+ADPLACE_JL = package_source()
 GUARD_MESSAGE = "Julia cannot start here, so the Julia cells below are skipped. Missing:"
 STARTED = re.compile(r"^Julia \d+\.\d+\S* started; ADPlace loaded$")
 FAILED_START = "Julia did not start ("

@@ -166,6 +166,16 @@ def test_placement_notebook_compares_colocation_and_draws_both_side_by_side():
         assert width > 2 * height, (snippet, width, height)   # two panels side by side
 
 
+def test_placement_notebook_fits_the_heat_coefficient_with_the_loop_on_gpu_0():
+    nb = _stored("placement.ipynb")
+    where = _streams(_cell_with(nb, 'startswith("while_1/")'))
+    assert re.search(r"^theta on CPU:0, loss on GPU:0, the model's \d+ loop ops on \['GPU:0'\]$", where, re.M)
+    fit = re.search(r"^fitted theta = \[(\S+), (\S+)\] \(true \[0\.2, -0\.6\]\), error (\S+)$",
+                    _streams(_cell_with(nb, "tf.adcme.bfgs(")), re.M)
+    assert fit and (float(fit[1]), float(fit[2])) == (0.2, -0.6) and float(fit[3]) < 1e-6
+    assert len(_pngs(_cell_with(nb, "u_fit = sess.run(u_sensors)"))) == 1
+
+
 # --- multi_gpu.ipynb -----------------------------------------------------------------------------------------------
 def test_multi_gpu_notebook_shows_progress_bars_with_the_loss():
     nb = _stored("multi_gpu.ipynb")
