@@ -72,6 +72,6 @@ def hessian_vector(ys, xs, v, **kwargs):
         return None
     v = convert_to_tensor(v, dtype=xs.dtype.base_dtype)
     (product,) = tf_gradients(reduce_sum(multiply(grad, stop_gradient(v))), [xs], **kwargs)
-    return product
+    return None if product is None else convert_to_tensor(product)  # dense, also through a gather (IndexedSlices)
 
 

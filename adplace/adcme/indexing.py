@@ -153,14 +153,19 @@ def _scatter(where: str, scatter, ref, args):
         values = as_tensor(np.asarray(updates, dtype=ref.dtype.base_dtype.as_numpy_dtype), where)
     elif values.dtype.base_dtype != ref.dtype.base_dtype:
         values = cast(values, ref.dtype.base_dtype)
-    values = reshape(broadcast_to(_julia_broadcastable(values, sum(keeps for _, keeps in parts)), kept), [-1])
+    values = reshape(broadcast_to(_julia_broadcastable(values, sum(keeps for _, keeps in parts), kept), kept), [-1])
     return scatter(ref, grid, values)
 
 
-def _julia_broadcastable(values, rank: int):
-    """`values` with trailing 1s up to `rank` dimensions: Julia broadcasts from the first dimension, NumPy and TF
-    from the last, so a vector set into `A[:, 1:2]` fills each column, as `A[:, 1:2] .= v` does in Julia."""
+def _julia_broadcastable(values, rank: int, kept):
+    """`values` with trailing 1s up to `rank`, that of the indexed shape `kept`: Julia broadcasts from the first
+    dimension, NumPy and TF from the last, so a vector set into `A[:, 1:2]` fills each column, as `A[:, 1:2] .= v`
+    does in Julia. Values of higher rank whose dimensions other than 1s are those of `kept` take its shape, as
+    Julia's `A[1, :] = ones(1, 3)` does (ADCME's tests write so)."""
     have = values.shape.ndims
+    if have is not None and have > rank and isinstance(kept, list) and values.shape.is_fully_defined() and \
+            [d for d in values.shape.as_list() if d != 1] == [d for d in kept if d != 1]:
+        return reshape(values, kept)
     if have is None or have >= rank:
         return values
     if values.shape.is_fully_defined():

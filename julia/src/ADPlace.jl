@@ -27,7 +27,8 @@ export PyObject, PyError, tf, @pywith, @cpu, @gpu, pybuiltin, Variable, constant
     while_loop, TensorArray, if_else, set_shape, get_dtype, scatter_update, scatter_add, scatter_sub,
     rvec, cvec, sigmoid, relu, softplus, cast, squeeze, AdamOptimizer, AdadeltaOptimizer,
     AdagradOptimizer, GradientDescentOptimizer, RMSPropOptimizer, minimize, ScipyOptimizerInterface,
-    ScipyOptimizerMinimize, BFGS!, mean, norm, dot, diag, diagm, det, tr
+    ScipyOptimizerMinimize, BFGS!, mean, norm, dot, diag, diagm, det, tr, leaky_relu, relu6, elu, selu,
+    softsign, gradient_magnitude, assign, group, concat
 
 include("pyobject.jl")
 include("errors.jl")

@@ -138,3 +138,30 @@ beyond rank 2, as ADCME does); `adjoint` also conjugates complex values.
 """
 Base.adjoint(x::PyObject) = tf.adcme.adjoint(x)
 Base.transpose(x::PyObject) = tf.adcme.transpose(x)
+
+"""
+    [a; b], vcat(xs...)
+    [a b], hcat(xs...)
+
+Julia's concatenation of tensors: `vcat` along the first dimension (scalars become a vector), `hcat`
+along the second (vectors become the columns of a matrix, scalars a 1×n row).
+"""
+Base.vcat(x::PyObject, xs::PyObject...) = concat([x, xs...])
+function Base.hcat(x::PyObject, xs::PyObject...)
+    xs = (x, xs...)
+    r = rank(x)
+    r == 0 && return tf.reshape(tf.stack(collect(xs)), [1, length(xs)])
+    r == 1 && return tf.stack(collect(xs); axis=1)
+    return tf.concat(collect(xs), 1)
+end
+
+"""
+    concat(xs::Vector; dims=1)
+
+The tensors `xs` joined along the 1-based dimension `dims` (`tf.concat`); scalars are stacked into a
+vector, as ADCME does.
+"""
+function concat(xs::AbstractVector; dims::Integer=1)
+    all(x -> rank(x) == 0, xs) && return tf.stack(collect(xs))
+    return tf.concat(collect(xs), dims - 1)
+end

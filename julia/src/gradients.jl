@@ -47,3 +47,12 @@ ADCME's `gradients_colocate`: the gradients of the scalar `loss` with respect to
 a vector), each gradient op on its forward op's device: `gradients(loss, xs; colocate=true)`.
 """
 gradients_colocate(loss::PyObject, xs) = gradients(loss, xs; colocate=true)
+
+"""
+    gradient_magnitude(loss, xs)
+
+ADCME's `gradient_magnitude`: √(Σᵢ ‖∂loss/∂xsᵢ‖²) over one tensor or a vector of them
+(`tf.global_norm` of the gradients), a number to watch while training.
+"""
+gradient_magnitude(loss::PyObject, xs) =
+    tf.global_norm([g for g in gradients(loss, xs isa AbstractVector ? xs : [xs]) if g !== nothing])

@@ -218,6 +218,38 @@ Start a new, empty default graph (`tf.reset_default_graph()`).
 reset_default_graph() = tf.reset_default_graph()
 
 """
+    assign(v, value)
+    assign(vs::Vector, values::Vector)
+
+The op that sets the variable `v` to `value` when run (`tf.assign`); for vectors, one op per pair
+(ADCME's `group_assign`).
+"""
+assign(v::PyObject, value; kwargs...) = tf.assign(v, value; kwargs...)
+assign(vs::AbstractVector, values::AbstractVector; kwargs...) = [tf.assign(v, x; kwargs...) for (v, x) in zip(vs, values)]
+
+"""
+    group(ops...)
+
+One op that runs all of `ops` (`tf.group`).
+"""
+group(ops...; kwargs...) = tf.group(ops...; kwargs...)
+
+"""
+    copy(x)
+
+A tensor with the value `x` has when it runs (`tf.identity`): for a variable, its current value.
+"""
+Base.copy(x::PyObject) = tf.identity(x)
+
+"""
+    bind(x, ops...)
+
+`x` (as a new identity tensor) made to run after `ops`: ADCME's way to run ops nothing depends on,
+as `x = bind(x, tf.print(x))`.
+"""
+Base.bind(x::PyObject, ops...) = control_dependencies(() -> tf.identity(x), collect(ops))
+
+"""
     control_dependencies(f, ops)
 
 Run `f()` inside `tf.control_dependencies(ops)`: ops created in `f` run after `ops` (one op or

@@ -120,6 +120,58 @@ softplus(x::PyObject) = tf.math.softplus(x)
 softplus(x::Real) = x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))
 
 """
+    leaky_relu(x; alpha=0.2)
+
+x for x ≥ 0, `alpha * x` below, elementwise on a tensor (`tf.nn.leaky_relu`) or of a number.
+"""
+leaky_relu(x::PyObject; kwargs...) = tf.nn.leaky_relu(x; kwargs...)
+leaky_relu(x::Real; alpha=0.2) = x >= 0 ? float(x) : alpha * x
+
+"""
+    relu6(x)
+
+min(max(0, x), 6), elementwise on a tensor (`tf.nn.relu6`) or of a number.
+"""
+relu6(x::PyObject) = tf.nn.relu6(x)
+relu6(x::Real) = min(max(zero(x), x), oftype(x, 6))
+
+"""
+    elu(x)
+
+x for x > 0, exp(x) - 1 below, elementwise on a tensor (`tf.nn.elu`) or of a number.
+"""
+elu(x::PyObject) = tf.nn.elu(x)
+elu(x::Real) = x > 0 ? float(x) : expm1(x)
+
+"""
+    selu(x)
+
+The scaled ELU, λ x for x > 0 and λ α (exp(x) - 1) below (λ ≈ 1.0507, α ≈ 1.6733), elementwise on a tensor
+(`tf.nn.selu`) or of a number.
+"""
+selu(x::PyObject) = tf.nn.selu(x)
+selu(x::Real) = 1.0507009873554804934193349852946 *
+    (x > 0 ? float(x) : 1.6732632423543772848170429916717 * expm1(x))
+
+"""
+    softsign(x)
+
+x / (1 + |x|), elementwise on a tensor (`tf.nn.softsign`) or of a number.
+"""
+softsign(x::PyObject) = tf.nn.softsign(x)
+softsign(x::Real) = x / (1 + abs(x))
+
+"""
+    argmax(x; dims=1)
+    argmin(x; dims=1)
+
+The 1-based index of the largest (smallest) element along the 1-based dimension `dims`, which is
+dropped (ADCME's: `tf.argmax` + 1, int64); for a vector, the index of its largest element.
+"""
+Base.argmax(x::PyObject; dims::Integer=1) = tf.argmax(x; axis=dims - 1) + 1
+Base.argmin(x::PyObject; dims::Integer=1) = tf.argmin(x; axis=dims - 1) + 1
+
+"""
     cast(x, T)
     cast(T, x)
 

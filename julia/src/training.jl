@@ -83,3 +83,16 @@ step (`verbose=false` silences it). The variables hold the solution afterwards.
 function BFGS!(sess::PyObject, loss::PyObject, max_iter::Integer=15000; vars=PyObject[], kwargs...)
     return Float64.(tf.adcme.bfgs(sess, loss, max_iter; vars=collect(vars), kwargs...))
 end
+
+"""
+    BFGS!(sess, loss, grads, vars; kwargs...)
+
+ADCME's `BFGS!` with given gradients and variables (there, through Optim.jl): minimizes `loss` over
+`vars` only (one variable or a vector) with L-BFGS-B. `grads` (ADCME's `gradients(loss, vars[i])`)
+are not needed: adplace takes the same gradients itself. Keywords as for `BFGS!(sess, loss)`.
+"""
+function BFGS!(sess::PyObject, loss::PyObject, grads::Union{PyObject,AbstractVector,Nothing},
+        vars::Union{PyObject,AbstractVector}; kwargs...)
+    variables = vars isa PyObject ? [vars] : collect(vars)
+    return BFGS!(sess, loss; vars=variables, var_list=variables, kwargs...)
+end

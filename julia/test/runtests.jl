@@ -510,3 +510,328 @@ run_example("heat_inversion.jl")
     @test any(op.type == "MatMul" for op in loop_ops) && all(op.device == "/device:GPU:0" for op in loop_ops)
     @test sess.placement(loss) == "/job:localhost/replica:0/task:0/device:GPU:0"
 end
+
+# ADCME.jl's own test cases (kailaix/ADCME.jl, test/*.jl and docs/src/*.md at file:line), ported as written where
+# ADPlace handles them; tests/julia/test_julia_adcme_conformance.py drives the same calls through Python.
+@testset "ADCME's own tests, ported" begin
+    @testset "test/variable.jl:2 indexing" begin
+        reset_default_graph(); sess = Session()
+        A1 = rand(10); A2 = rand(10, 10)
+        B1 = Variable(A1); B2 = Variable(A2)
+        ind = Array{Any}(undef, 4)
+        ind[1] = 3; ind[2] = 2:4; ind[3] = zeros(Bool, 10); ind[3][3:4] .= true; ind[4] = [3; 4; 5]
+        init(sess)
+        for i = 1:4
+            @test A1[ind[i]] ≈ run(sess, B1[ind[i]])
+            @test A2[ind[i], :] ≈ run(sess, B2[ind[i], :])
+            @test A2[:, ind[i]] ≈ run(sess, B2[:, ind[i]])
+            for j = 1:4
+                @test A2[ind[i], ind[j]] ≈ run(sess, B2[ind[i], ind[j]])
+            end
+        end
+    end
+    @testset "test/variable.jl:29 Variables" begin
+        reset_default_graph()
+        @test get_dtype(constant(rand(10, 10))) == Float64
+        @test get_dtype(Variable(rand(Int64, 10, 10))) == Int64
+        v = get_variable(rand(10, 10), name="test_get_variable")
+        u = get_variable(rand(10, 10), name="test_get_variable")
+        @test u == v
+        w = get_variable(Float64, shape=[10, 20])
+        @test size(w) == (10, 20)
+    end
+    @testset "test/variable.jl:60 Hessian" begin
+        reset_default_graph(); sess = Session()
+        x = Variable(randn(), dtype=Float32)
+        y = Variable(randn(), dtype=Float32)
+        g = stack([x, y])
+        f = g[1]^2 + 2 * g[1] * g[2] + 3 * g[2]^2 + 4 * g[1] + 5 * g[2] + 6
+        hess = hessian(f, g)
+        gv = rand(Float32, 2)
+        hess_v = hessian_vector(f, g, gv)
+        val = [[2.0; 2.0] [2.0; 6.0]] * gv
+        init(sess)
+        @test run(sess, hess) ≈ [[2.0; 2.0] [2.0; 6.0]]
+        @test run(sess, hess_v) ≈ val
+    end
+    @testset "test/variable.jl:74 Jacobian, :82 gradients_v, :149 gradients of a vector of xs" begin
+        reset_default_graph(); sess = Session()
+        xs = constant(rand(10))
+        A = rand(20, 10)
+        ys = A * xs
+        @test run(sess, gradients(ys, xs)) ≈ A
+        xs = constant(1.0)
+        ys = stack([xs, xs, xs, xs])
+        @test run(sess, gradients(ys, xs)) ≈ [1.0; 1.0; 1.0; 1.0]
+        x = constant(rand(10)); y = constant(rand(20))
+        gx, gy = gradients(sum(x) + sum(y), [x, y])
+        @test run(sess, gx) ≈ ones(10) && run(sess, gy) ≈ ones(20)
+    end
+    @testset "test/variable.jl:89 size and length, :171 ndims" begin
+        reset_default_graph()
+        a = Variable(1.0); b = Variable(rand(10)); c = Variable(rand(10, 20))
+        @test size(a) == () && size(b) == (10,) && size(b, 1) == 10
+        @test size(c) == (10, 20) && size(c, 1) == 10 && size(c, 2) == 20
+        @test length(a) == 1 && length(b) == 10 && length(c) == 200
+        @test ndims(constant(0.0)) == 0 && ndims(constant(rand(2))) == 1
+        @test ndims(constant(rand(3, 3))) == 2 && ndims(constant(rand(4, 4, 4))) == 3
+    end
+    @testset "test/variable.jl:111 getindex, :118 convert_to_tensor, :159 indexing with tensor" begin
+        reset_default_graph(); sess = Session()
+        i = constant(2)
+        @test run(sess, constant([1.0; 2.0; 3.0; 4.0])[i]) ≈ 2.0
+        a = rand(10)
+        @test run(sess, convert_to_tensor(a)) ≈ a
+        @test run(sess, convert_to_tensor(5.0)) ≈ 5.0
+        t = constant(rand(10))
+        @test run(sess, convert_to_tensor(t)) ≈ run(sess, t)
+        @test ismissing(convert_to_tensor(missing)) && isnothing(convert_to_tensor(nothing))
+        a = rand(10, 3)
+        A = constant(a)
+        @test run(sess, A[i, :]) ≈ a[2, :] && run(sess, A[i, 3]) ≈ a[2, 3]
+        @test run(sess, A[i, [1; 2]]) ≈ a[2, [1; 2]] && run(sess, A[:, i]) ≈ a[:, 2]
+        @test run(sess, A[3, i]) ≈ a[3, 2] && run(sess, A[[1; 2], i]) ≈ a[[1; 2], 2]
+    end
+    @testset "test/variable.jl:178 gradients_colocate" begin
+        reset_default_graph()
+        a, b = @cpu 1 begin
+            a0 = constant(rand(10, 10))
+            a0, 2a0
+        end
+        g = gradients_colocate(sum(b), a)
+        @test g.device == "/device:CPU:1"
+    end
+    @testset "test/ops.jl:1 *" begin
+        reset_default_graph(); sess = Session()
+        A = Array{Any}(undef, 6)
+        A[1] = rand(Float32, 10, 10); A[2] = rand(Float32, 10); A[3] = rand(Float32)
+        A[4] = Variable(A[1]); A[5] = Variable(A[2]); A[6] = Variable(A[3])
+        init(sess)
+        for i = 1:6, j = 1:6
+            if i <= 3 && j <= 3 || (i in [2, 5] && j in [1, 4]) || (i in [2, 5] && j in [2, 5])
+                continue
+            end
+            @test run(sess, A[i] * A[j]) ≈ A[i > 3 ? i - 3 : i] * A[j > 3 ? j - 3 : j]
+        end
+        @test A[1] .* A[1] ≈ run(sess, A[4] .* A[4]) && A[1] .* A[1] ≈ run(sess, A[4] .* A[1])
+        @test A[1] .* A[1] ≈ run(sess, A[1] .* A[4]) && A[2] .* A[2] ≈ run(sess, A[2] .* A[5])
+        @test A[2] .* A[2] ≈ run(sess, A[5] .* A[5]) && A[2] .* A[2] ≈ run(sess, A[5] .* A[2])
+    end
+    @testset "test/ops.jl:34 reshape, :377 reshape with a tuple" begin
+        reset_default_graph(); sess = Session()
+        a = constant([1 2 3; 4 5 6.0])
+        @test run(sess, reshape(a, 6)) ≈ [1.0; 4.0; 2.0; 5.0; 3.0; 6.0]
+        @test run(sess, reshape(a, 3, 2)) ≈ [1.0 5.0; 4.0 3.0; 2.0 6.0]
+        b = constant([1; 2; 3; 4; 5; 6])
+        @test run(sess, reshape(b, 2, 3)) ≈ [1 3 5; 2 4 6]
+        @test run(sess, reshape(constant(2.0), 1)) ≈ [2.0]
+        N = [0.136944 0.364238; 0.250264 0.202175; 0.712224 0.388285; 0.163095 0.797934; 0.740991 0.382738]
+        a = constant(N)
+        @test run(sess, reshape(a, :, 1)) ≈ reshape(N, :, 1) && run(sess, reshape(a, 1, :)) ≈ reshape(N, 1, :)
+        o = constant(rand(100, 10, 10))
+        @test run(sess, reshape(o, (100, 2, 50))) ≈ run(sess, tf.reshape(o, (100, 2, 50)))
+    end
+    @testset "test/ops.jl:71 scatter_update" begin
+        reset_default_graph(); sess = Session()
+        A = Variable(ones(3))
+        A = scatter_add(A, 3, 2.0)
+        C = Variable(ones(3, 3))
+        D = scatter_add(C, [2], [1], 1.0)
+        init(sess)
+        @test run(sess, A) ≈ [1.0; 1.0; 3.0]
+        @test run(sess, D) ≈ [1.0 1.0 1; 2.0 1.0 1.0; 1.0 1.0 1.0]
+        @test run(sess, scatter_update(C, 1:2, :, 2ones(2, 3))) ≈ [2.0 2.0 2.0; 2.0 2.0 2.0; 1.0 1.0 1.0]
+        @test run(sess, scatter_update(C, 1, :, 2ones(1, 3))) ≈ [2.0 2.0 2.0; 1.0 1.0 1.0; 1.0 1.0 1.0]
+        @test run(sess, scatter_update(C, 1, 2, 2.0)) ≈ [1.0 2.0 1.0; 1.0 1.0 1.0; 1.0 1.0 1.0]
+        A = Variable(rand(10)); B = Variable(rand(5))
+        C = scatter_add(A, [1; 4; 5; 6; 7], 2B)
+        D = gradients(sum(C), B); E = gradients(sum(C), A)
+        init(sess)
+        @test run(sess, D) ≈ 2ones(5) && run(sess, E) ≈ ones(10)
+        A = Variable(ones(10, 10)); B = Variable(ones(3, 4))
+        C = scatter_add(A, [1; 2; 3], [3; 4; 5; 6], B)
+        init(sess)
+        expected = ones(10, 10); expected[1:3, 3:6] .= 2.0
+        @test run(sess, C) ≈ expected
+        a = rand(10)
+        A = constant(a)
+        A = scatter_add(A, 3:4, -A[3:4])
+        a[3:4] .= 0.0
+        @test run(sess, A) ≈ a
+    end
+    @testset "test/ops.jl:130 adjoint" begin
+        reset_default_graph(); sess = Session()
+        a = 1.0
+        @test run(sess, constant(a)') ≈ a'
+        a = rand(10)
+        @test run(sess, constant(a)') ≈ a'
+        a = rand(10, 10)
+        @test run(sess, constant(a)') ≈ a'
+        a = rand(2, 3, 4, 5)
+        @test run(sess, constant(a)') ≈ permutedims(a, [1, 2, 4, 3])
+    end
+    @testset "test/ops.jl:141 scatter_update_pyobject" begin
+        reset_default_graph(); sess = Session()
+        A = constant(ones(10)); B = constant(ones(3))
+        ind = constant([2; 4; 6], dtype=Int32)
+        C = scatter_add(A, ind, B)
+        @test run(sess, C) ≈ [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]
+        @test run(sess, gradients(sum(C), B)) ≈ ones(3) && run(sess, gradients(sum(C), A)) ≈ ones(10)
+        C = scatter_sub(A, ind, B)
+        @test run(sess, C) ≈ [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+        @test run(sess, gradients(sum(C), B)) ≈ -ones(3) && run(sess, gradients(sum(C), A)) ≈ ones(10)
+        B = constant(3 * ones(3))
+        C = scatter_update(A, ind, B)
+        @test run(sess, C) ≈ [1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 1.0, 1.0, 1.0, 1.0]
+        @test run(sess, gradients(sum(C), B)) ≈ ones(3)
+        @test run(sess, gradients(sum(C), A)) ≈ [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    end
+    @testset "test/ops.jl:162 Operators (^, max, min, maximum, minimum), :206 stack" begin
+        reset_default_graph(); sess = Session()
+        A = rand(10, 2)
+        TA = Variable(A); a = Variable(1.0); b = Variable(0.5)
+        B = rand(Float32, 10)
+        TB = Variable(B); TBc = constant(B)
+        init(sess)
+        @test B .^ 2 ≈ run(sess, TB^2) && B .^ 2 ≈ run(sess, TBc^2)
+        @test 1.0 ≈ run(sess, max(a, b)) && 0.5 ≈ run(sess, min(a, b))
+        @test maximum(A) ≈ run(sess, maximum(TA)) && minimum(A) ≈ run(sess, minimum(TA))
+        @test reshape(maximum(A, dims=1), 2) ≈ run(sess, maximum(TA, dims=1))
+        @test reshape(minimum(A, dims=1), 2) ≈ run(sess, minimum(TA, dims=1))
+        @test reshape(maximum(A, dims=2), 10) ≈ run(sess, maximum(TA, dims=2))
+        @test reshape(minimum(A, dims=2), 10) ≈ run(sess, minimum(TA, dims=2))
+        @test size(stack([Variable(rand(10)), Variable(rand(10))])) == (2, 10)
+    end
+    @testset "test/ops.jl:218 Vectorize, :267 diag, :274 dot, :284 prod, :410 activation, :418 trace" begin
+        reset_default_graph(); sess = Session()
+        A = rand(10)
+        B = reshape(A, 2, 5)
+        a, b = run(sess, [rvec(constant(A)), vec(constant(B))])
+        @test a ≈ reshape(A, 1, 10) && b ≈ A
+        @test run(sess, rvec(constant(B))) ≈ reshape(B[:], 1, :)
+        @test run(sess, cvec(constant(B))) ≈ B[:] && size(cvec(constant(B))) == (10, 1)
+        @test run(sess, vec(constant(B))) ≈ B[:]
+        C = rand(3, 3); D = rand(3)
+        @test run(sess, diag(constant(C))) ≈ diag(C) && run(sess, diagm(constant(D))) ≈ diagm(0 => D)
+        A = rand(10); B = rand(10)
+        tA = constant(A); tB = constant(B)
+        u = sum(A .* B)
+        @test run(sess, dot(tA, tB)) ≈ u && run(sess, dot(A, tB)) ≈ u && run(sess, dot(tA, B)) ≈ u
+        @test run(sess, prod(constant(A))) ≈ prod(A)
+        for fn in [sigmoid, softplus, relu]
+            @test run(sess, fn(constant(1.0))) ≈ fn(1.0)
+        end
+        A = rand(10, 10)
+        @test tr(A) ≈ run(sess, tr(constant(A)))
+    end
+    @testset "test/core.jl:13 control_dependency, :160 run corner cases" begin
+        reset_default_graph(); sess = Session()
+        a = Variable(ones(10))
+        b = Variable(ones(10))
+        for i = 1:10
+            control_dependencies(a) do
+                a = scatter_add(a, i, b[i])
+            end
+        end
+        init(sess)
+        @test run(sess, a) ≈ ones(10) * 2
+        pl = placeholder(0.1)
+        @test run(sess, pl, pl => 4.0) ≈ 4.0
+    end
+    @testset "test/optim.jl:186 var_to_bounds" begin
+        reset_default_graph(); sess = Session()
+        x = Variable(2.0)
+        loss = x^2
+        init(sess)
+        BFGS!(sess, loss, bounds=Dict(x => [1.0, 3.0]))
+        @test run(sess, x) ≈ 1.0
+    end
+    @testset "test/pcl.jl:32 pcl_linear_op's jacobian and gradients" begin
+        reset_default_graph(); sess = Session()
+        x = placeholder(rand(10))
+        A = rand(6, 10); c = rand(6); r = rand(6); x0 = rand(10)
+        y = A * x + c
+        loss = sum((y - r)^2)
+        J = jacobian(y, x)
+        g = gradients(loss, x)
+        gval, Jval = run(sess, [g, J], x => x0)
+        @test Jval ≈ A && gval ≈ 2A' * (A * x0 + c - r)
+    end
+    @testset "docs/src/tu_basic.md:26-85 tensors, operators, sessions" begin
+        reset_default_graph(); sess = Session()
+        @test size(constant(1.0)) == () && size(constant(rand(10))) == (10,) && size(Variable(rand(10, 10))) == (10, 10)
+        @test size(placeholder(Float64, shape=[10, 10])) == (10, 10)
+        d = rand(10)
+        @test run(sess, placeholder(d)) ≈ d
+        M = rand(10, 10) + 10 * diagm(ones(10)); v = rand(10)
+        a = constant(M); b = constant(v)
+        @test run(sess, a + 1.0) ≈ M .+ 1.0 && run(sess, a * b) ≈ M * v && run(sess, a * a) ≈ M * M
+        @test run(sess, a .* a) ≈ M .* M && run(sess, inv(a)) ≈ inv(M)
+    end
+    @testset "docs/src/tu_basic.md:112 the table of operators" begin
+        reset_default_graph(); sess = Session()
+        V = rand(6); M = rand(6, 4); T = rand(5, 3, 4)
+        v = constant(V); m = constant(M); t = constant(T)
+        @test run(sess, v[1:3]) ≈ V[1:3] && run(sess, v[[1; 3; 4]]) ≈ V[[1; 3; 4]]
+        @test run(sess, v[3:end]) ≈ V[3:end] && run(sess, v[:]) ≈ V[:]
+        @test run(sess, m[3, :]) ≈ M[3, :] && run(sess, m[:, 3]) ≈ M[:, 3] && run(sess, m[1, 3]) ≈ M[1, 3]
+        @test run(sess, m[[1; 2; 5], [2; 3]]) ≈ M[[1; 2; 5], [2; 3]]
+        @test run(sess, t[1, :, :]) ≈ T[1, :, :] && run(sess, t[[1; 2; 3], :, 3]) ≈ T[[1; 2; 3], :, 3]
+        @test run(sess, t[1:3:end, 1, 4]) ≈ T[1:3:end, 1, 4]
+        @test run(sess, v[end]) ≈ V[end] && run(sess, m[1, end]) ≈ M[1, end]
+        @test run(sess, m[2]) ≈ M[2, :]                    # ADCME: one index on a matrix is a row
+        @test run(sess, sum(v * v)) ≈ sum(V .* V) && run(sess, m') ≈ M'
+        @test run(sess, mean(m)) ≈ mean(M) && run(sess, mean(m, dims=1)) ≈ vec(mean(M, dims=1))
+        u = constant(rand(1, 1, 3))
+        @test size(squeeze(u)) == (3,) && size(squeeze(u, dims=1)) == (1, 3) && size(squeeze(u, dims=[1; 2])) == (3,)
+        @test run(sess, norm(v)) ≈ norm(V) && run(sess, sum(m, dims=1)) ≈ vec(sum(M, dims=1))
+        W = copy(V); W[[2, 4]] = [7.0, 8.0]
+        @test run(sess, scatter_update(v, [2; 4], [7.0, 8.0])) ≈ W
+        N = copy(M); N[[1, 3], [2, 4]] .-= 1.0
+        @test run(sess, scatter_sub(m, [1; 3], [2; 4], 1.0)) ≈ N
+    end
+    @testset "docs/src/tu_inv.md:268 AdamOptimizer(0.01, beta1=0.5).minimize(loss)" begin
+        reset_default_graph(); sess = Session()
+        x = Variable([1.0, -2.0])
+        loss = sum(x^2)
+        opt = AdamOptimizer(0.01, beta1=0.5).minimize(loss)
+        init(sess)
+        run(sess, opt)
+        grad = 2 * [1.0, -2.0]
+        m = 0.5 * grad; s = 0.001 * grad .^ 2             # TF1's Adam, first step
+        @test run(sess, x) ≈ [1.0, -2.0] - 0.01 * sqrt(1 - 0.999) / (1 - 0.5) * m ./ (sqrt.(s) .+ 1e-8)
+    end
+end
+
+@testset "ADCME's activations, argmax, concatenation, assign/bind/copy/group, gradient_magnitude, BFGS! with grads" begin
+    reset_default_graph()
+    sess = Session()
+    for fn in (sigmoid, leaky_relu, selu, elu, softsign, softplus, relu, relu6)   # ADCME's test/ops.jl "activation"
+        @test run(sess, fn(constant(1.0))) ≈ fn(1.0) && run(sess, fn(constant(-2.0))) ≈ fn(-2.0)
+    end
+    @test (leaky_relu(-1.0), relu6(7.0), elu(0.0), softsign(1.0)) == (-0.2, 6.0, 0.0, 0.5)
+    A = [1.0 5.0 2.0; 7.0 0.0 3.0]
+    x = constant(A)
+    @test run(sess, argmax(x; dims=2)) == [2, 1] && run(sess, argmin(x; dims=2)) == [1, 2]
+    @test run(sess, argmax(constant([3.0, 9.0, 1.0]))) == 2
+    v = constant([1.0, 2.0])
+    @test run(sess, [v; v]) == [1.0, 2.0, 1.0, 2.0] && run(sess, [v v]) == [1.0 1.0; 2.0 2.0]
+    @test run(sess, [x; x]) == [A; A] && run(sess, [x x]) == [A A]
+    @test run(sess, [constant(1.0); constant(2.0)]) == [1.0, 2.0] && run(sess, [constant(1.0) constant(2.0)]) == [1.0 2.0]
+    @test run(sess, concat([x, x]; dims=2)) == hcat(A, A) && run(sess, concat([v, v])) == [1.0, 2.0, 1.0, 2.0]
+    a, b = Variable(0.0), Variable(1.0)
+    ops = assign([a, b], [2.0, 3.0])
+    c = bind(constant(5.0), ops...)                 # c runs after both assignments
+    snapshot = copy(a)
+    init(sess)
+    @test run(sess, c) == 5.0 && run(sess, [a, b]) == [2.0, 3.0] && run(sess, snapshot) == 2.0
+    run(sess, group(assign(a, 7.0), assign(b, 8.0)))
+    @test run(sess, [a, b]) == [7.0, 8.0]
+    y, z = constant([1.0, 2.0]), constant([3.0, 4.0, 5.0])
+    @test run(sess, gradient_magnitude(sum(y^2) + sum(z), [y, z])) ≈ sqrt(4.0 + 16.0 + 3.0)   # test/variable.jl:149
+    w, q = Variable(2ones(3)), Variable(1.0)                                                 # test/optim.jl:173
+    loss = sum((w - 1.0)^2) + q^2
+    init(sess)
+    losses = BFGS!(sess, loss, [gradients(loss, w), gradients(loss, q)], [w, q]; verbose=false)
+    @test losses[end] < 1e-10 && run(sess, w) ≈ ones(3) atol = 1e-6
+end

@@ -209,3 +209,43 @@ def python_index(i):
         return array.astype(np.int64)
     raise TypeError(f"a tensor index must be an integer, a range, a vector of integers or Bools, `:` or an integer "
                     f"tensor; got {type(i).__name__}")
+
+
+# --- twins of ADPlace.jl methods that the Python tests share (each checked against the source where it is used) ----
+jl_adplace = JuliaPyObject(adplace)
+
+
+def getindex(x, *indices):
+    """`x[indices...]`: tf.adcme.getindex with each index through python_index (julia/src/arrays.jl)."""
+    return jl_adplace.adcme.getindex(x, *map(python_index, indices))
+
+
+def scatter(kind: str, x, *args):
+    """`scatter_update/add/sub(x, indices..., value)` (`kind` names which): the indices through python_index."""
+    return getattr(jl_adplace.adcme, kind)(x, *map(python_index, args[:-1]), args[-1])
+
+
+def times(x, y):
+    """ADPlace's `*` (julia/src/math.jl's `times`): between Julia values, Julia's; otherwise a Julia value becomes a
+    constant of the tensor's dtype, a scalar (or two vectors) multiply elementwise, matrix × matrix and matrix ×
+    vector are products."""
+    if not isinstance(x, JuliaPyObject) and not isinstance(y, JuliaPyObject):
+        return x * y
+    if not isinstance(x, JuliaPyObject):
+        x = jl_adplace.constant(x, dtype=y.dtype.base_dtype)
+    if not isinstance(y, JuliaPyObject):
+        y = jl_adplace.constant(y, dtype=x.dtype.base_dtype)
+    rx, ry = x.shape.ndims, y.shape.ndims
+    if rx == 0 or ry == 0:
+        return jl_adplace.multiply(x, y)
+    if rx == 2 and ry == 2:
+        return jl_adplace.matmul(x, y)
+    if rx == 2 and ry == 1:
+        return jl_adplace.squeeze(jl_adplace.matmul(x, jl_adplace.expand_dims(y, 1)), axis=1)
+    assert max(rx, ry) <= 2 and not (rx == 1 and ry == 2)
+    return jl_adplace.multiply(x, y)
+
+
+def julia_reshape(a, *dims):
+    """Julia's own `reshape(A, dims...)` of an array (NumPy standing for it: same indices), column-major."""
+    return np.reshape(a, dims, order="F")

@@ -11,7 +11,8 @@ import pytest
 
 import adplace as tf
 from julia_sources import package_source
-from julia_standin import JuliaPyObject, JuliaString, JuliaType, julia_function, python_index, to_julia
+from julia_standin import (JuliaPyObject, JuliaString, JuliaType, getindex, julia_function, julia_reshape,
+                           python_index, scatter, to_julia)
 
 jl_tf = JuliaPyObject(tf)
 adcme = jl_tf.adcme
@@ -27,30 +28,11 @@ def constant(value, dtype=None):
     return jl_tf.constant(value, dtype=dtype)
 
 
-def getindex(x, *indices):
-    return adcme.getindex(x, *map(python_index, indices))
-
-
-def scatter(kind, x, *args):
-    return getattr(adcme, kind)(x, *map(python_index, args[:-1]), args[-1])
-
-
 def python_axes(dims):
     """ADPlace's python_axes: 1-based dims as 0-based axes."""
     if dims is None:
         return None
     return dims - 1 if isinstance(dims, int) else [d - 1 for d in dims]
-
-
-def julia_reshape(a, *dims):
-    return np.reshape(a, dims, order="F")
-
-
-@pytest.fixture
-def sess():
-    tf.reset_default_graph()
-    with tf.Session() as s:
-        yield JuliaPyObject(s)
 
 
 def test_the_julia_methods_are_written_as_the_twins_assume():

@@ -14,7 +14,7 @@ import pytest
 import adplace as tf
 from heat_reference import explicit_steps
 from julia_sources import SRC_FILES, package_source
-from julia_standin import JuliaPyObject, JuliaString, JuliaType, julia_function, to_julia, to_python
+from julia_standin import JuliaPyObject, JuliaString, JuliaType, julia_function, times, to_julia, to_python
 from test_julia_docstrings import _exported
 from test_julia_package import missing_tf_names, tf_chains
 
@@ -80,24 +80,6 @@ less_equal = binary("less_equal", lambda x, y: x <= y)
 less = binary("less", lambda x, y: x < y)
 greater = binary("greater", lambda x, y: x > y)
 greater_equal = binary("greater_equal", lambda x, y: x >= y)
-
-
-def times(x, y):
-    """ADPlace's `*`: a Julia value becomes a constant of the tensor's dtype; matrix × matrix and matrix × vector are
-    products, lower ranks elementwise."""
-    if not is_tensor(x) and not is_tensor(y):
-        return x * y
-    if not is_tensor(y):
-        return times(x, constant(y, dtype=x.dtype.base_dtype))
-    if not is_tensor(x):
-        return times(constant(x, dtype=y.dtype.base_dtype), y)
-    rx, ry = rank(x), rank(y)
-    if rx == 2 and ry == 2:
-        return jl_tf.matmul(x, y)
-    if rx == 2 and ry == 1:
-        return jl_tf.squeeze(jl_tf.matmul(x, jl_tf.expand_dims(y, 1)), axis=1)
-    assert max(rx, ry) <= 2 and not (rx == 1 and ry == 2)
-    return jl_tf.multiply(x, y)
 
 
 def julia_sum(x):

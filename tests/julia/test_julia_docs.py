@@ -26,3 +26,13 @@ def test_workflow_runs_pkg_test_on_julia_1_10_and_the_current_release():
     assert "${{ matrix.julia }}" in workflow
     assert "julia --project=julia -e 'using Pkg; Pkg.test()'" in workflow
     assert 'pip install -e ".[julia]"' in workflow and "JULIA_PYTHONCALL_EXE" in workflow
+
+
+def test_workflow_loads_adplace_jl_from_a_wheel_in_a_fresh_environment():
+    """The one check of `jl.seval("using ADPlace")` from an installed wheel (no Julia here): the workflow builds the
+    wheel, installs it with the julia extra into a new venv, and loads ADPlace from outside the checkout."""
+    workflow = (ROOT / ".github" / "workflows" / "julia.yml").read_text()
+    step = workflow[workflow.index("ADPlace from a wheel, in a fresh environment"):]
+    assert "pip wheel --no-deps -w dist ." in step and "python -m venv /tmp/fresh" in step
+    assert '/tmp/fresh/bin/pip install "$(ls dist/adplace-*.whl)[julia]"' in step
+    assert "cd /tmp && " in step and "jl.seval('using ADPlace')" in step

@@ -15,7 +15,7 @@ import pytest
 
 import adplace as tf
 from julia_sources import package_source
-from julia_standin import JuliaString, python_index, to_python
+from julia_standin import JuliaString, getindex, to_python
 from script_module import load_script
 from test_julia_control_flow import (INT32, Session, TensorArray, Variable, constant, init, jl_tf, julia_sum,
                                      less_equal, minus, plus, power, read, run, set_shape, stack, times, while_loop,
@@ -31,11 +31,6 @@ CPU0, GPU0 = ("/job:localhost/replica:0/task:0/device:" + d for d in ("CPU:0", "
 
 
 # --- twins of the ADPlace.jl methods the example adds to test_julia_control_flow's ----------------------------------
-def getindex(x, *indices):
-    """x[i, ...]: tf.adcme.getindex with the indices through python_index."""
-    return jl_tf.adcme.getindex(x, *map(python_index, indices))
-
-
 def exp(x):
     return jl_tf.exp(x)
 
