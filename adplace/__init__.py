@@ -47,6 +47,7 @@ from adplace.kernels import sparse as _sparse_kernels  # noqa: F401 - SparseToDe
 from adplace.kernels import sparse_math as _sparse_math_kernels  # noqa: F401 - SparseAdd, SparseReduceSum, ... (CPU)
 from adplace.kernels import data_flow as _data_flow_kernels  # noqa: F401 - GatherNd, ScatterNd, stitch, segments
 from adplace.kernels import tensor_array as _tensor_array_kernels  # noqa: F401 - TensorArray*V3 kernels
+from adplace.kernels import queues as _queue_kernels  # noqa: F401 - FIFOQueueV2, QueueEnqueueV2, ... kernels
 from adplace.ops.script_ops import numpy_function, py_func
 from adplace.ops.array_ops import identity_n
 from adplace.ops.selection_ops import one_hot, where, where_v2
@@ -75,6 +76,8 @@ from adplace.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_ad
                                         tensor_scatter_update)
 from adplace.ops.data_flow_ops import dynamic_partition, dynamic_stitch, parallel_dynamic_stitch
 from adplace.ops.tensor_array_ops import TensorArray
+from adplace.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
+from adplace import queue  # tf.queue.FIFOQueue, ...
 from adplace.ops import tensor_array_grad as _tensor_array_grad  # noqa: F401 - TensorArray gradients
 from adplace.framework.dtypes import resource
 from adplace.ops import logical_ops as _logical_ops
@@ -124,6 +127,11 @@ from adplace import app, flags, losses, metrics
 from adplace import debugging, linalg, math
 from adplace import sparse
 from adplace import gfile, io, summary  # tf.gfile, tf.io.gfile, tf.summary (ops, FileWriter, protos)
+from adplace import python_io
+from adplace.kernels import parsing as _parsing_kernels  # noqa: F401 - ParseExample, DecodeCSV, ... kernels (CPU)
+from adplace.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, SparseFeature, VarLenFeature,
+                                     decode_csv, decode_raw, parse_example, parse_single_example)
+from adplace.ops.string_ops import string_split
 from adplace.ops.sparse_ops import (sparse_fill_empty_rows, sparse_merge, sparse_placeholder, sparse_reorder,
                                     sparse_reset_shape, sparse_reshape, sparse_retain, sparse_tensor_to_dense,
                                     sparse_to_dense, sparse_to_indicator, sparse_transpose)

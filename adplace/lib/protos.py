@@ -5,7 +5,8 @@ first use so that `import adplace` stays fast:
     graph_def = protos.graph_pb2.GraphDef()
 
 `tensor_bundle_pb2` holds the messages of a V2 checkpoint's index (BundleHeaderProto, BundleEntryProto) and
-TensorSliceProto, which tensorboard does not ship: they are declared here, with the field numbers of TF's
+TensorSliceProto, which tensorboard does not ship (nor `example_pb2` / `feature_pb2`, TF's Example protos,
+declared in example_protos.py): they are declared here, with the field numbers of TF's
 tensor_bundle.proto and tensor_slice.proto, through protobuf's descriptor API, on tensorboard's DataType,
 TensorShapeProto and VersionDef. Wire-compatible with TF's; their full names live in the `adplace` package so that
 they never clash with TensorFlow's own when both are imported.
@@ -86,12 +87,24 @@ def _tensor_bundle_module() -> types.ModuleType:
     return module
 
 
+def _example_module() -> types.ModuleType:
+    from adplace.lib import example_protos
+
+    module = example_protos.build()
+    globals()["example_pb2"] = globals()["feature_pb2"] = module
+    return module
+
+
+_DECLARED = {"tensor_bundle_pb2": _tensor_bundle_module, "example_pb2": _example_module,
+             "feature_pb2": _example_module}  # messages tensorboard lacks, declared by adplace
+
+
 def __getattr__(name: str) -> types.ModuleType:
-    if name not in _TENSORBOARD and name != "tensor_bundle_pb2":
+    if name not in _TENSORBOARD and name not in _DECLARED:
         raise AttributeError(f"module 'adplace.lib.protos' has no attribute {name!r}")
     with _lock:
         module = globals().get(name)
         if module is None:
-            module = _tensorboard_module(name) if name in _TENSORBOARD else _tensor_bundle_module()
+            module = _tensorboard_module(name) if name in _TENSORBOARD else _DECLARED[name]()
             globals()[name] = module
     return module

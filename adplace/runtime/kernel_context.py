@@ -1,9 +1,11 @@
 """KernelContext: what kernel factories may ask of a session (variable cells, random streams, the steps' journals,
 transfers and fetch conversion per device), one per session.
 
-    ctx = KernelContext(placement)
+    ctx = KernelContext(placement, target)
     cell = ctx.variable(var_op)              # the variable's VariableCell in this session
     kernel = ctx.kernel(op, device)          # built once per (op, session), shared by every plan
+    queue = ctx.resources.lookup_or_create(container, name, shared, make, check)     # runtime/resources.py
+    ctx.waits.wait(cond, ready, op, "Dequeue")                                         # runtime/waits.py
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from adplace.framework.registry import kernel_factory
 from adplace.kernels import gpu as _gpu
 from adplace.runtime.executor import _fetch_copy, _fetch_value
 from adplace.runtime import variable_state
+from adplace.runtime.resources import SessionResources
 from adplace.runtime.variable_state import StepGate, VariableCell
+from adplace.runtime.waits import Waits
 
 
 def _copy_between_devices(value):
@@ -32,7 +36,7 @@ class KernelContext:
     write_rows = staticmethod(variable_state.write_rows)  # row writes (Scatter*, SparseApply*): in place when safe
     fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
 
-    def __init__(self, placement):
+    def __init__(self, placement, target: bytes | None = b""):
         self._placement = placement
         self._cells: dict[int, VariableCell] = {}
         self._rngs: dict[int, np.random.Generator] = {}
@@ -40,6 +44,13 @@ class KernelContext:
         self.gate = StepGate()           # snapshots against variable-writing steps
         self.steps = self.gate.steps     # per thread: the journal of the step it runs kernels for
         self._cuda: dict = {}            # CUDA device -> its adplace.kernels.gpu.DeviceState (stream, events)
+        self.resources = SessionResources(target)   # queues and other resources, by container and shared_name
+        self.waits = Waits(self.steps, placement)    # blocking kernels wait through it
+
+    def close(self) -> None:
+        """The session closes: cancel its kernels' waits, drop its resources (and its hold on shared ones)."""
+        self.waits.close()
+        self.resources.close()
 
     def variable(self, op) -> VariableCell:
         """The cell of variable op `op` in this session (made when a plan first needs it)."""

@@ -25,7 +25,10 @@ from adplace.runtime.variable_state import interrupts_deferred
 DISPATCH_NS = 25_000      # handing a step to another thread: queue, wake-up, GIL hand-over (measured, 2-core host)
 STEP_NS = 3_000           # bookkeeping per step in a parallel run (lock, ready counts, frees)
 BLAS_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2"})  # kernels that use every core on their own
-BLOCKING_OPS = frozenset({"PyFunc", "PyFuncStateless"})  # kernels that may wait for another step of the same run
+# Kernels that may wait for another step of the same run: a plan holding several runs on the pool, so that one can
+# wait while another proceeds (an enqueue and a dequeue of one queue).
+BLOCKING_OPS = frozenset({"PyFunc", "PyFuncStateless", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+                          "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2"})
 _DONE = object()
 
 
@@ -160,7 +163,8 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
     """`run(feeds, deadline=None, records=None)` running `plan` on `pool` plus the caller's thread.
 
     Kernels record variable writes in the journal of the step their thread works for (`steps.slot.journal`): every
-    thread working on the run uses the caller's, so a failed run undoes writes from all threads. The run returns or
+    thread working on the run uses the caller's, so a failed run undoes writes from all threads. Blocking kernels
+    find the run itself in `steps.slot.run` (its deadline and cancelled flag: runtime/waits.py). The run returns or
     raises only when no thread is running one of its kernels any more, also when the caller is interrupted.
     """
     kernels, ins, outs, succs = plan.kernels, plan.ins, plan.outs, schedule.succs
@@ -177,10 +181,10 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
                 return
             run.active += 1
         slot = steps.slot
-        outer_journal = slot.journal
+        outer_journal, outer_run = slot.journal, slot.run
         deadline_ns = None if run.deadline is None else run.deadline.at_ns
         try:
-            slot.journal = run.journal
+            slot.journal, slot.run = run.journal, run  # blocking kernels read run.deadline and run.cancelled
             while index is not None:
                 if run.cancelled:
                     break
@@ -216,7 +220,7 @@ def make_parallel_runner(plan, schedule: Schedule, pool, ctx):
                     run.error = exc
             _cancel(run)
         finally:
-            slot.journal = outer_journal
+            slot.journal, slot.run = outer_journal, outer_run
             with cond:
                 run.active -= 1
                 if run.active == 0:

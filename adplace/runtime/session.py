@@ -109,7 +109,7 @@ class BaseSession:
         configure_gpu_memory(self._devices, gpu_options)
         self._placement = PlacementTable(self._devices)
         self._placer = Placer(self._placement, self._config.allow_soft_placement, self._config.log_device_placement)
-        self._ctx = KernelContext(self._placement)
+        self._ctx = KernelContext(self._placement, self._target)
         self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != _options.RewriterConfig.OFF
         self._runner = StepRunner(self._config, self._ctx)
         runner = self._runner  # while loops with parallel_iterations use its threads (runtime/loop_pipeline.py)
@@ -358,7 +358,11 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
 
     def close(self) -> None:
-        """Release the session's variables, plans and partial runs; later runs raise RuntimeError."""
+        """Release the session's variables, plans, partial runs and resources; later runs raise RuntimeError. Ops of
+        this session's runs blocked on a queue raise CancelledError (those runs return), as in TF."""
+        ctx = self._ctx
+        if ctx is not None:
+            ctx.close()
         self._closed = True
         self._runs.clear()
         self._plans.clear()

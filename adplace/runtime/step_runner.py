@@ -17,6 +17,7 @@ from typing import Callable
 
 from adplace.runtime import parallel
 from adplace.runtime.executor import Deadline, Plan
+from adplace.runtime.waits import SequentialRun
 from adplace.runtime.thread_pool import (BlasLimiter, WorkerPool, available_cpus, inter_op_threads, intra_op_threads,
                                          shared_pool)
 
@@ -74,8 +75,17 @@ class StepRunner:
         if plan.parallel_run is not None:
             with self._blas(self.parallel_blas_threads):
                 return plan.parallel_run(feeds, deadline, records)
-        with self._blas():
-            return plan.run_checked(feeds, deadline, records)
+        if deadline is None:
+            with self._blas():
+                return plan.run_checked(feeds, deadline, records)
+        slot = self._ctx.steps.slot
+        outer = slot.run
+        slot.run = SequentialRun(deadline)  # blocking kernels (queues) stop waiting at the deadline
+        try:
+            with self._blas():
+                return plan.run_checked(feeds, deadline, records)
+        finally:
+            slot.run = outer
 
     # --- modes ------------------------------------------------------------------------------------------------
     def _install(self, plan: Plan) -> None:

@@ -228,14 +228,16 @@ def _undone(value, olds: list):
 
 
 class StepSlot:
-    """One thread's view of the steps of a session: is it inside a variable-writing step (`in_step`), and the
-    journal of the step whose kernels it runs (`journal`; None outside steps). One thread-local lookup gives both."""
+    """One thread's view of the steps of a session: is it inside a variable-writing step (`in_step`), the journal
+    of the step whose kernels it runs (`journal`; None outside steps), and that run's deadline and cancellation for
+    blocking kernels (`run`: see runtime/waits.py; None when neither applies). One thread-local lookup gives all."""
 
-    __slots__ = ("in_step", "journal", "__weakref__")
+    __slots__ = ("in_step", "journal", "run", "__weakref__")
 
     def __init__(self):
         self.in_step = False
         self.journal: dict | None = None
+        self.run = None
 
 
 class ThreadSteps(threading.local):

@@ -11,6 +11,9 @@ from adplace.train.momentum import MomentumOptimizer
 from adplace.train.optimizer import Optimizer
 from adplace.train.parallel import average_gradients, make_parallel
 from adplace.train.rmsprop import RMSPropOptimizer
+from adplace.train import queue_runner
+from adplace.train.coordinator import Coordinator, LooperThread
+from adplace.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from adplace.train.checkpoint_management import (CheckpointState, checkpoint_exists, generate_checkpoint_state_proto,
                                                   get_checkpoint_mtimes, get_checkpoint_state, latest_checkpoint,
                                                   remove_checkpoint, update_checkpoint_state)
@@ -22,6 +25,15 @@ from adplace.framework.graph_io import write_graph
 from adplace.summary.summary_iterator import summary_iterator
 from adplace.train.training_util import (create_global_step, get_global_step, get_or_create_global_step,
                                          global_step)
+from adplace.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from adplace.train.basic_session_run_hooks import (CheckpointSaverHook, CheckpointSaverListener, FeedFnHook,
+                                                   FinalOpsHook, GlobalStepWaiterHook, LoggingTensorHook,
+                                                   NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer,
+                                                   StepCounterHook, StopAtStepHook, SummarySaverHook)
+from adplace.train.session_manager import SessionManager
+from adplace.train.monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
+                                             SessionCreator, SingularMonitoredSession, WorkerSessionCreator)
+from adplace.train.supervisor import Supervisor
 
 __all__ = ["PS_OPS", "STANDARD_PS_OPS", "assign_to_device", "replica_device_setter"]
 __all__ += ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver", "checkpoint_exists",
@@ -36,3 +48,21 @@ __all__ += ["summary_iterator"]
 __all__ += ["checkpoints_iterator", "generate_checkpoint_state_proto"]
 __all__ += ["cosine_decay", "cosine_decay_restarts", "exponential_decay", "inverse_time_decay", "linear_cosine_decay",
             "natural_exp_decay", "noisy_linear_cosine_decay", "piecewise_constant", "polynomial_decay"]
+__all__ += ["Coordinator", "LooperThread", "QueueRunner", "add_queue_runner", "queue_runner", "start_queue_runners"]
+__all__ += ["SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "CheckpointSaverHook",
+            "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook", "LoggingTensorHook",
+            "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer", "StepCounterHook", "StopAtStepHook",
+            "SummarySaverHook", "SessionManager", "ChiefSessionCreator", "MonitoredSession",
+            "MonitoredTrainingSession", "Scaffold", "SessionCreator", "SingularMonitoredSession",
+            "WorkerSessionCreator", "Supervisor"]
+
+_EXAMPLE_PROTOS = frozenset({"BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList",
+                             "Int64List", "SequenceExample"})
+
+
+def __getattr__(name: str):
+    """tf.train.Example, Features, Feature, BytesList, ...: TF's Example protos, loaded on first use."""
+    if name in _EXAMPLE_PROTOS:
+        from adplace.lib import protos
+        return getattr(protos.example_pb2, name)
+    raise AttributeError(f"module 'adplace.train' has no attribute {name!r}")

@@ -121,9 +121,46 @@ def _summaries(rng):
     return [tf.summary.merge_all()], {}
 
 
-EXTRA_CASES = {"saver": _saver, "summaries": _summaries, "sparse": _sparse_program, "segments_unique": _segments_and_unique,
+def _parsing(rng):
+    """Parsing ops (parsing_ops.py, string_ops.py): ParseExample, ParseSingleExample, DecodeCSV, DecodeRaw,
+    DecodeCompressed, StringSplit. Numbers are fetched (the peer saves values with np.save, no object arrays); the
+    string values are compared with TF's in tests/ops/test_parsing_ops.py."""
+    import zlib
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "a": tf.train.Feature(float_list=tf.train.FloatList(value=op_cases._x(rng, 2).tolist())),
+        "b": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"x", b"yz"]))})).SerializeToString()
+    features = {"a": tf.FixedLenFeature([2], tf.float32), "b": tf.VarLenFeature(tf.string),
+                "c": tf.FixedLenSequenceFeature([], tf.int64, allow_missing=True)}
+    single, batch = tf.parse_single_example(example, features), tf.parse_example([example, example], features)
+    split = tf.string_split(["a b", "c"])
+    inflated = tf.decode_raw(tf.io.decode_compressed([zlib.compress(b"\x00\x01")], "ZLIB"), tf.int16)
+    return [single["a"], single["b"].indices, single["c"], batch["a"], batch["b"].indices, batch["c"],
+            tf.decode_csv(["1,\"x,y\"", ",z"], [[5], [""]])[0], inflated, split.indices, split.dense_shape], {}
+
+
+def _queues(rng):
+    """Every queue op: four queues filled, then drained (after the fills), then one closed (after the drains)."""
+    fifo = tf.FIFOQueue(4, tf.float32, shapes=[[2]])
+    pad = tf.PaddingFIFOQueue(4, tf.int32, shapes=[[None]])
+    shuffle = tf.RandomShuffleQueue(4, 0, tf.int32, shapes=[[]], seed=3)
+    priority = tf.PriorityQueue(4, (tf.int32,), shapes=((),))
+    first = pad.enqueue(([1, 2],))
+    with tf.control_dependencies([first]):
+        second = pad.enqueue(([3],))
+    fill = [fifo.enqueue_many((op_cases._x(rng, 2, 2),)), second, shuffle.enqueue(5),
+            priority.enqueue_many(([2, 1], [20, 10]))]
+    with tf.control_dependencies(fill):
+        taken = [fifo.dequeue(), pad.dequeue_many(2), shuffle.dequeue_up_to(1), *priority.dequeue()]
+    with tf.control_dependencies([t.op for t in taken]):
+        close = fifo.close()
+    with tf.control_dependencies([close]):
+        return [*taken, fifo.size(), fifo.is_closed()], {}
+
+
+EXTRA_CASES = {"queues": _queues, "saver": _saver, "summaries": _summaries, "sparse": _sparse_program, "segments_unique": _segments_and_unique,
                "linalg": _linalg, "checks": _checks, "scripts": _scripts, "counters": _counters,
                "sampling": _sampling}
+EXTRA_CASES["parsing"] = _parsing
 RANDOM = op_cases.RANDOM_CASES | {"sampling"}
 NO_VALUES = {"scripts", "summaries"}  # Python callbacks stay behind; Summary bytes are not compared here
 ALL_CASES = {**op_cases.CASES, **EXTRA_CASES}
