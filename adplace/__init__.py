@@ -48,6 +48,7 @@ from adplace.kernels import sparse_math as _sparse_math_kernels  # noqa: F401 - 
 from adplace.kernels import data_flow as _data_flow_kernels  # noqa: F401 - GatherNd, ScatterNd, stitch, segments
 from adplace.kernels import tensor_array as _tensor_array_kernels  # noqa: F401 - TensorArray*V3 kernels
 from adplace.kernels import queues as _queue_kernels  # noqa: F401 - FIFOQueueV2, QueueEnqueueV2, ... kernels
+from adplace.kernels import readers as _reader_kernels  # noqa: F401 - TextLineReaderV2, ReaderReadV2, ... kernels
 from adplace.ops.script_ops import numpy_function, py_func
 from adplace.ops.array_ops import identity_n
 from adplace.ops.selection_ops import one_hot, where, where_v2
@@ -78,6 +79,8 @@ from adplace.ops.data_flow_ops import dynamic_partition, dynamic_stitch, paralle
 from adplace.ops.tensor_array_ops import TensorArray
 from adplace.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
 from adplace import queue  # tf.queue.FIFOQueue, ...
+from adplace.ops.reader_ops import (FixedLengthRecordReader, IdentityReader, ReaderBase, TextLineReader,
+                                  TFRecordReader, WholeFileReader)
 from adplace.ops import tensor_array_grad as _tensor_array_grad  # noqa: F401 - TensorArray gradients
 from adplace.framework.dtypes import resource
 from adplace.ops import logical_ops as _logical_ops

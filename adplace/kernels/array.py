@@ -49,7 +49,7 @@ def _batch_take(xp, params, indices, axis: int, batch_dims: int):
                                            params.shape[axis + 1:])
 
 
-@kernel("GatherV2", gpu_types=GPU_ALL)
+@kernel("GatherV2", cpu_types=_dtypes.ALL | {_dtypes.resource}, gpu_types=GPU_ALL)
 def _gather(op, ctx):
     xp, batch_dims = ctx.xp, op._attrs.get("batch_dims", 0)
     on_host = xp is np
@@ -86,13 +86,23 @@ def _gather(op, ctx):
                 at = _first_bad(bad)
                 raise InvalidArgumentError(None, op, f"indices{_index_text(at)} = {int(indices[at])} is not in "
                                            f"[0, {limit})")
-            return np.take(params, indices, axis=axis)
+            out = np.take(params, indices, axis=axis)
+            return _as_array(out) if params.dtype == object else out
         indices = xp.asarray(indices)
         inside = (indices >= 0) & (indices < limit)
         out = xp.take(params, xp.where(inside, indices, 0), axis=axis)  # TF's GPU kernel: zeros, no error
         mask = inside.reshape((1,) * axis + inside.shape + (1,) * (params.ndim - axis - 1))
         return xp.where(mask, out, xp.zeros((), dtype=out.dtype))
     return gather
+
+
+def _as_array(value) -> np.ndarray:
+    """A gathered object element as the 0-d object array handles travel in (np.take returns the object itself)."""
+    if isinstance(value, np.ndarray):
+        return value
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
 
 
 @kernel("SelectV2", gpu_types=GPU_ALL)

@@ -136,10 +136,21 @@ kernel("ConcatV2", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda *args: xp.concat
                                                                                        axis=int_tuple(args[-1])[0])))
 
 
-@kernel("Pack", gpu_types=GPU_ALL)
+@kernel("Pack", cpu_types=_dtypes.ALL | {_dtypes.resource}, gpu_types=GPU_ALL)
 def _pack(op, ctx):
     axis, xp = op._attrs["axis"], ctx.xp
+    if op._outputs[0]._dtype.base_dtype is _dtypes.resource:
+        return _pack_handles
     return lambda *xs: xp.stack(xs, axis=axis)
+
+
+def _pack_handles(*handles):
+    """Resource handles (0-d object arrays holding a queue, ...) as a vector of handles (QueueBase.from_list): filled
+    one by one, since np.stack would look into the objects they hold."""
+    out = np.empty(len(handles), dtype=object)
+    for i, h in enumerate(handles):
+        out[i] = h[()] if isinstance(h, np.ndarray) and h.ndim == 0 else h
+    return out
 
 
 @kernel("Unpack", gpu_types=GPU_ALL)

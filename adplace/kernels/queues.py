@@ -129,7 +129,8 @@ kernel("RandomShuffleQueueV2", cpu_types=None, gpu_types=NO_GPU)(
     _creation("RandomShuffleQueue", _random_shuffle, _random_shuffle_extra))
 
 
-def _queue(handle, op) -> Queue:
+def queue_of(handle, op) -> Queue:
+    """The Queue behind a queue handle (as kernels receive it); InvalidArgumentError naming `op` for anything else."""
     queue = handle[()] if isinstance(handle, np.ndarray) and handle.dtype == object and handle.ndim == 0 else handle
     if not isinstance(queue, Queue):
         raise InvalidArgumentError(None, op, f"Op '{op.name}' ({op.type}) got {type(queue).__name__} where a queue "
@@ -146,7 +147,7 @@ def _enqueue(op, ctx):
     dtypes, waits = _component_types(op, "Tcomponents") or [t.dtype.base_dtype for t in op._inputs[1:]], ctx.waits
 
     def enqueue(handle, *components):
-        queue = _queue(handle, op)
+        queue = queue_of(handle, op)
         queue.check_types(dtypes, "enqueue to")
         element = [np.array(c, copy=True) for c in components]  # the queue's own copy, whatever the caller does
         queue.check_element(element)
@@ -159,7 +160,7 @@ def _enqueue_many(op, ctx):
     dtypes, waits = _component_types(op, "Tcomponents") or [t.dtype.base_dtype for t in op._inputs[1:]], ctx.waits
 
     def enqueue_many(handle, *components):
-        queue = _queue(handle, op)
+        queue = queue_of(handle, op)
         queue.check_types(dtypes, "enqueue_many to")
         batch = [np.array(c, copy=True) for c in components]
         n = queue.check_batch(batch)
@@ -177,7 +178,7 @@ def _dequeue(op, ctx):
     dtypes, waits = _component_types(op, "component_types"), ctx.waits
 
     def dequeue(handle):
-        queue = _queue(handle, op)
+        queue = queue_of(handle, op)
         queue.check_types(dtypes, "dequeue from")
         [element] = queue.dequeue(1, False, waits, op)
         return _outputs(list(element))
@@ -190,7 +191,7 @@ def _dequeue_batch(allow_small_batch: bool):
         what = "DequeueUpToOp" if allow_small_batch else "DequeueManyOp"
 
         def dequeue_many(handle, n):
-            queue = _queue(handle, op)
+            queue = queue_of(handle, op)
             queue.check_types(dtypes, "dequeue from")
             n = int(np.asarray(n))
             if n < 0:
@@ -210,14 +211,14 @@ def _close(op, ctx):
     cancel, waits = bool(op._attrs.get("cancel_pending_enqueues", False)), ctx.waits
 
     def close(handle):
-        _queue(handle, op).close(cancel, waits, op)
+        queue_of(handle, op).close(cancel, waits, op)
     return close
 
 
 @kernel("QueueSizeV2", cpu_types=None, gpu_types=NO_GPU)
 def _size(op, ctx):
     def size(handle):
-        queue = _queue(handle, op)
+        queue = queue_of(handle, op)
         with queue.cond:
             return np.asarray(queue.size(), dtype=np.int32)
     return size
@@ -225,4 +226,4 @@ def _size(op, ctx):
 
 @kernel("QueueIsClosedV2", cpu_types=None, gpu_types=NO_GPU)
 def _is_closed(op, ctx):
-    return lambda handle: np.asarray(_queue(handle, op).closed)
+    return lambda handle: np.asarray(queue_of(handle, op).closed)

@@ -28,7 +28,8 @@ BLAS_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2"})  # kernels that
 # Kernels that may wait for another step of the same run: a plan holding several runs on the pool, so that one can
 # wait while another proceeds (an enqueue and a dequeue of one queue).
 BLOCKING_OPS = frozenset({"PyFunc", "PyFuncStateless", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
-                          "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2"})
+                          "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2", "ReaderReadV2",
+                          "ReaderReadUpToV2", "ReaderResetV2", "ReaderRestoreStateV2"})
 _DONE = object()
 
 

@@ -157,7 +157,29 @@ def _queues(rng):
         return [*taken, fifo.size(), fifo.is_closed()], {}
 
 
-EXTRA_CASES = {"queues": _queues, "saver": _saver, "summaries": _summaries, "sparse": _sparse_program, "segments_unique": _segments_and_unique,
+def _readers(rng):
+    """Every reader op: an IdentityReader reads work units from a queue (no files needed); the file readers are
+    made but not run. Only the counts are fetched (strings are compared in tests/ops/test_readers.py)."""
+    units = tf.FIFOQueue(4, tf.string)
+    fill = units.enqueue_many([["a", "b", "c"]])
+    reader = tf.IdentityReader()
+    others = [tf.TextLineReader(1), tf.FixedLengthRecordReader(4, 1, 1, 2), tf.TFRecordReader(options="GZIP"),
+              tf.WholeFileReader()]
+    with tf.control_dependencies([fill]):
+        first = reader.read(units)
+    with tf.control_dependencies(list(first)):
+        rest = reader.read_up_to(units, 2)
+    with tf.control_dependencies(list(rest)):
+        restored = reader.restore_state(reader.serialize_state())
+    with tf.control_dependencies([restored]):
+        counts = [reader.num_records_produced(), reader.num_work_units_completed()]
+    with tf.control_dependencies(counts):
+        reset = reader.reset()
+    del others
+    return [*counts, reset], {}
+
+
+EXTRA_CASES = {"queues": _queues, "readers": _readers, "saver": _saver, "summaries": _summaries, "sparse": _sparse_program, "segments_unique": _segments_and_unique,
                "linalg": _linalg, "checks": _checks, "scripts": _scripts, "counters": _counters,
                "sampling": _sampling}
 EXTRA_CASES["parsing"] = _parsing

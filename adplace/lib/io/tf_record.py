@@ -131,7 +131,7 @@ class RecordWriter:
         self.close()
 
 
-class _Inflating:
+class Inflating:
     """The uncompressed bytes of a zlib or gzip stream (concatenated gzip members too), read like a file; corrupt
     compressed data raises DataLossError through `fail`."""
 
@@ -193,7 +193,7 @@ class RecordReader:
     def records(self) -> Iterator[bytes]:
         """The records from `offset` to the end of the file."""
         with file_io.GFile(self._path, "rb") as raw:
-            f = _Inflating(raw, self._compression, self._fail) if self._compression else raw
+            f = Inflating(raw, self._compression, self._fail) if self._compression else raw
             f.seek(self.offset)
             while True:
                 start = self.offset
