@@ -65,7 +65,7 @@ def _bounds_checked(positions: np.ndarray, dim: int | None, x, axis: int) -> np.
 def _zero_based(x, axis: int, index, where: str):
     """Index `index` of dimension `axis` as a 0-based int, int64 array or integer tensor."""
     dim = x.shape.as_list()[axis] if x.shape.ndims is not None else None
-    if isinstance(index, Tensor) or is_tensor_like(index):
+    if is_tensor_like(index):
         index = as_tensor(index, where)
         if not index.dtype.base_dtype.is_integer:
             raise TypeError(f"{where}: index tensor {index.name} must be integer, got {index.dtype.base_dtype.name}")

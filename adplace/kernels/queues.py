@@ -142,9 +142,14 @@ def _component_types(op, attr: str) -> list:
     return [_dtypes.as_dtype(d).base_dtype for d in op._attrs.get(attr) or []]
 
 
+def _enqueued_types(op) -> list:
+    """The dtypes an enqueue op hands the queue: its Tcomponents attr, else those of its component inputs."""
+    return _component_types(op, "Tcomponents") or [t.dtype.base_dtype for t in op._inputs[1:]]
+
+
 @kernel("QueueEnqueueV2", cpu_types=None, gpu_types=NO_GPU)
 def _enqueue(op, ctx):
-    dtypes, waits = _component_types(op, "Tcomponents") or [t.dtype.base_dtype for t in op._inputs[1:]], ctx.waits
+    dtypes, waits = _enqueued_types(op), ctx.waits
 
     def enqueue(handle, *components):
         queue = queue_of(handle, op)
@@ -157,7 +162,7 @@ def _enqueue(op, ctx):
 
 @kernel("QueueEnqueueManyV2", cpu_types=None, gpu_types=NO_GPU)
 def _enqueue_many(op, ctx):
-    dtypes, waits = _component_types(op, "Tcomponents") or [t.dtype.base_dtype for t in op._inputs[1:]], ctx.waits
+    dtypes, waits = _enqueued_types(op), ctx.waits
 
     def enqueue_many(handle, *components):
         queue = queue_of(handle, op)
