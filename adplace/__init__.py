@@ -79,10 +79,13 @@ from adplace.ops.data_flow_ops import dynamic_partition, dynamic_stitch, paralle
 from adplace.ops.tensor_array_ops import TensorArray
 from adplace.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
 from adplace import queue  # tf.queue.FIFOQueue, ...
+from adplace import data  # tf.data.Dataset, tf.data.Iterator, ...
+from adplace.kernels import datasets as _dataset_kernels  # noqa: F401 - the dataset ops' kernels
+from adplace.kernels import iterators as _iterator_kernels  # noqa: F401 - the iterator ops' kernels
 from adplace.ops.reader_ops import (FixedLengthRecordReader, IdentityReader, ReaderBase, TextLineReader,
                                   TFRecordReader, WholeFileReader)
 from adplace.ops import tensor_array_grad as _tensor_array_grad  # noqa: F401 - TensorArray gradients
-from adplace.framework.dtypes import resource
+from adplace.framework.dtypes import resource, variant
 from adplace.ops import logical_ops as _logical_ops
 from adplace import compat
 from adplace.compat import disable_eager_execution, disable_v2_behavior, executing_eagerly
@@ -132,6 +135,11 @@ from adplace import sparse
 from adplace import gfile, io, summary  # tf.gfile, tf.io.gfile, tf.summary (ops, FileWriter, protos)
 from adplace import python_io
 from adplace.kernels import parsing as _parsing_kernels  # noqa: F401 - ParseExample, DecodeCSV, ... kernels (CPU)
+from adplace.kernels import files as _file_kernels  # noqa: F401 - the MatchingFiles kernel (CPU)
+from adplace.kernels import sparse_tensors_map as _sparse_map_kernels  # noqa: F401 - AddSparseToTensorsMap, ... (CPU)
+from adplace.kernels import sequence_parsing as _sequence_parsing_kernels  # noqa: F401 - Parse*SequenceExample (CPU)
+from adplace.ops.sequence_parsing_ops import parse_single_sequence_example
+from adplace.ops.file_ops import matching_files
 from adplace.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, SparseFeature, VarLenFeature,
                                      decode_csv, decode_raw, parse_example, parse_single_example)
 from adplace.ops.string_ops import string_split

@@ -28,8 +28,23 @@ def graph_of(values) -> Graph:
         if graph is None:
             original, graph = element, element_graph
         elif element_graph is not graph:
-            raise ValueError(f"{element} must be from the same graph as {original}.")
+            inner = _function_graph_around(graph, element_graph)
+            if inner is None:
+                raise ValueError(f"{element} must be from the same graph as {original}.")
+            original, graph = (original, graph) if inner is graph else (element, element_graph)
     return graph if graph is not None else get_default_graph()
+
+
+def _function_graph_around(first: Graph, second: Graph) -> Graph | None:
+    """Of two graphs, the function graph (framework/function_graph.py) the other one encloses, which captures
+    the other's tensors; None when neither encloses the other."""
+    for inner, outer in ((first, second), (second, first)):
+        graph = getattr(inner, "outer_graph", None)
+        while graph is not None:
+            if graph is outer:
+                return inner
+            graph = getattr(graph, "outer_graph", None)
+    return None
 
 
 @contextlib.contextmanager

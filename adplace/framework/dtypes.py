@@ -136,6 +136,7 @@ uint16 = _define("uint16", np.uint16, 17)
 complex128 = _define("complex128", np.complex128, 18)
 float16 = _define("float16", np.float16, 19)
 resource = _define("resource", object, 20)  # a handle to per-run state (a TensorArray): never a numeric value
+variant = _define("variant", object, 21)  # an opaque value (a tf.data dataset): never a numeric value
 uint32 = _define("uint32", np.uint32, 22)
 uint64 = _define("uint64", np.uint64, 23)
 half, double = float16, float64

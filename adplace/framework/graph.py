@@ -24,7 +24,7 @@ _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
 
 
 class GraphKeys:
-    """Standard collection names (tf.GraphKeys)."""
+    """Standard collection names (tf.GraphKeys), TF 1.15's names and values."""
 
     GLOBAL_VARIABLES = "variables"
     VARIABLES = GLOBAL_VARIABLES
@@ -32,18 +32,38 @@ class GraphKeys:
     METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    CONCATENATED_VARIABLES = "concatenated_variables"
     UPDATE_OPS = "update_ops"
     SUMMARIES = "summaries"
     QUEUE_RUNNERS = "queue_runners"
+    TABLE_INITIALIZERS = "table_initializer"
+    ASSET_FILEPATHS = "asset_filepaths"
+    RESOURCES = "resources"
+    LOCAL_RESOURCES = "local_resources"
+    SAVEABLE_OBJECTS = "saveable_objects"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
     GLOBAL_STEP = "global_step"
+    EVAL_STEP = "eval_step"
     INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
     TRAIN_OP = "train_op"
     SAVERS = "savers"
     WEIGHTS = "weights"
     BIASES = "biases"
     ACTIVATIONS = "activations"
+    COND_CONTEXT = "cond_context"
+    WHILE_CONTEXT = "while_context"
+    _SUMMARY_COLLECTION = "_SUMMARY_V2"
+    _STREAMING_MODEL_PORTS = "streaming_model_ports"
+    _VARIABLE_COLLECTIONS = [GLOBAL_VARIABLES, LOCAL_VARIABLES, METRIC_VARIABLES, MODEL_VARIABLES,
+                             TRAINABLE_VARIABLES, MOVING_AVERAGE_VARIABLES, CONCATENATED_VARIABLES,
+                             TRAINABLE_RESOURCE_VARIABLES]
 
 
 class Graph:
@@ -65,6 +85,7 @@ class Graph:
         self._unfetchable_ops: set[Operation] = set()
         self._container = ""
         self._variable_creator_stack: tuple = ()  # variable_creator_scope's creators, innermost last
+        self._functions: dict = {}  # name -> framework.function_graph.DefinedFunction (the graph's library)
 
     # --- build stacks ----------------------------------------------------------------------------------------
     @property
@@ -553,6 +574,11 @@ class Graph:
         """Make the graph read-only: creating ops or changing collections raises RuntimeError from now on."""
         self._finalized = True
 
+    def _unsafe_unfinalize(self) -> None:
+        """Make a finalized graph writable again (TF's private escape hatch, used by MonitoredSession to undo
+        Scaffold.finalize; unsafe while other threads rely on the graph not changing)."""
+        self._finalized = False
+
     def _check_not_finalized(self) -> None:
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
@@ -591,7 +617,18 @@ class Graph:
 
     finalized = property(lambda self: self._finalized, doc="True once finalize() was called.")
     version = property(lambda self: len(self._ops), doc="Grows by one with each op added to the graph.")
-    building_function = property(lambda self: False, doc="Always False: adplace builds no function graphs.")
+    building_function = property(lambda self: False, doc="False: not a function's body (a FuncGraph is).")
+
+    def _add_function(self, function) -> None:
+        """Register a traced function (framework/function_graph.py) in this graph's library, by its unique name."""
+        self._check_not_finalized()
+        self._functions[function.name] = function
+
+    def _is_function(self, name: str) -> bool:
+        return name in self._functions
+
+    def _get_function(self, name: str):
+        return self._functions.get(name)
 
     @contextlib.contextmanager
     def as_default(self):

@@ -66,9 +66,16 @@ def _guess_attr_type(value) -> str:
         return "shape"
     if isinstance(value, np.ndarray):
         return "tensor"
+    if is_function(value):
+        return "func"
     if isinstance(value, (list, tuple)):
         return f"list({_guess_attr_type(value[0]) if len(value) else 'int'})"
     raise TypeError(f"no AttrValue for {type(value).__name__} {value!r}")
+
+
+def is_function(value) -> bool:
+    """A traced or imported function (framework/function_graph.py's DefinedFunction), held in a func attr."""
+    return hasattr(value, "graph") and hasattr(value, "num_args") and isinstance(getattr(value, "name", None), str)
 
 
 def _set_scalar(target, kind: str, value, field: str | None = None) -> None:
@@ -85,6 +92,9 @@ def _set_scalar(target, kind: str, value, field: str | None = None) -> None:
     elif kind == "string":
         data = value.encode() if isinstance(value, str) else bytes(value)
         target.s.append(data) if listed else setattr(target, "s", data)
+    elif kind == "func":  # a NameAttrList naming the function in the GraphDef's library
+        name = value if isinstance(value, str) else value.name
+        (target.func.add() if listed else target.func).name = name
     else:
         name, convert = {"int": ("i", int), "float": ("f", float), "bool": ("b", bool)}[kind]
         getattr(target, name).append(convert(value)) if listed else setattr(target, name, convert(value))
@@ -111,7 +121,7 @@ def attr_value(value, attr_type: str | None = None):
         element = kind[5:-1]
         for v in value:
             _set_scalar(proto.list, element, v, field=element)
-    elif kind in ("type", "shape", "tensor", "string", "int", "float", "bool"):
+    elif kind in ("type", "shape", "tensor", "string", "int", "float", "bool", "func"):
         _set_scalar(proto, kind, value)
     else:
         raise TypeError(f"adplace does not write attrs of type {kind!r}")
@@ -125,25 +135,31 @@ def _text(data: bytes):
         return data
 
 
-_LIST_FIELDS = ("s", "i", "f", "b", "type", "shape", "tensor")
+_LIST_FIELDS = ("s", "i", "f", "b", "type", "shape", "tensor", "func")
 
 
-def python_attr(proto):
+def python_attr(proto, functions: dict | None = None):
     """The Python value of an AttrValue, as adplace's ops hold attrs: DType, TensorShape, ndarray, str (bytes
-    where not UTF-8), int, float, bool, or a list of these."""
+    where not UTF-8), int, float, bool, a function (from `functions`, {library name: DefinedFunction}), or a list
+    of these. ValueError for a function `functions` lacks."""
     which = proto.WhichOneof("value")
     if which == "list":
         for field in _LIST_FIELDS:
             values = getattr(proto.list, field)
             if len(values):
-                return [_python_scalar(field, v) for v in values]
+                return [_python_scalar(field, v, functions) for v in values]
         return []
     if which is None:
         return None
-    return _python_scalar(which, getattr(proto, which))
+    return _python_scalar(which, getattr(proto, which), functions)
 
 
-def _python_scalar(field: str, value):
+def _python_scalar(field: str, value, functions: dict | None = None):
+    if field == "func":
+        function = (functions or {}).get(value.name)
+        if function is None:
+            raise ValueError(f"function {value.name!r} is neither in the GraphDef's library nor in the graph's")
+        return function
     if field == "s":
         return _text(value)
     if field == "type":
@@ -292,10 +308,24 @@ def _slice_consts(op, names: list) -> list:
     return nodes
 
 
+def op_nodes(op, taken: set, add_shapes: bool = False) -> list:
+    """The NodeDefs written for `op`: its own, after the Const begin/end/strides nodes TF's StridedSlice takes as
+    inputs (named `<op>/stack`, `_1`, `_2`, made unique against `taken`, the lowercased names in use)."""
+    names = None
+    nodes = []
+    if op._type in SLICE_OPS and "slice_spec" in op._attrs:
+        names = [_free_name(n, taken) for n in slice_const_names(op)]
+        nodes = _slice_consts(op, names)
+    nodes.append(node_def(op, add_shapes, names))
+    return nodes
+
+
 def graph_to_graph_def(graph, from_version: int | None = None, add_shapes: bool = False):
     """The GraphDef of `graph` (tf.Graph.as_graph_def): its ops in creation order (a topological order), or only
-    those added since `graph.version` was `from_version`. A StridedSlice also writes the Const begin/end/strides
-    nodes TF's op takes as inputs (named `<op>/stack`, `_1`, `_2`, made unique)."""
+    those added since `graph.version` was `from_version` (see op_nodes), and in its library a FunctionDef for each
+    function these ops name in func attrs, and the functions those name in turn (framework/function_def.py)."""
+    from adplace.framework import function_def
+
     graph_def = protos.graph_pb2.GraphDef()
     graph_def.versions.CopyFrom(versions())
     with graph._lock:
@@ -303,16 +333,14 @@ def graph_to_graph_def(graph, from_version: int | None = None, add_shapes: bool 
         taken = {op._name.lower() for op in ops}
     size = 0
     for op in ops[from_version or 0:]:
-        names = None
-        nodes = []
-        if op._type in SLICE_OPS and "slice_spec" in op._attrs:
-            names = [_free_name(n, taken) for n in slice_const_names(op)]
-            nodes = _slice_consts(op, names)
-        nodes.append(node_def(op, add_shapes, names))
+        nodes = op_nodes(op, taken, add_shapes)
         size += sum(map(_byte_size, nodes))
         if size >= MAX_GRAPH_DEF_BYTES:  # protobuf cannot serialize it; TF's error rather than protobuf's
             raise ValueError("GraphDef cannot be larger than 2GB.")
         graph_def.node.extend(nodes)
+    functions = function_def.reachable_functions(ops[from_version or 0:])
+    if functions:
+        graph_def.library.CopyFrom(function_def.library(functions))
     return graph_def
 
 
@@ -359,11 +387,12 @@ _ADPLACE_ONLY = {
 IMPORT_ALIASES = {"AddV2": "Add"}
 
 
-def import_attrs(node) -> dict:
+def import_attrs(node, functions: dict | None = None) -> dict:
     """The Python attrs of an adplace op built from `node`: TF's attrs converted (`_class` and `_output_shapes`
-    left out: colocation is the op's, shapes are inferred), the OpDef's defaults for attrs the node leaves out
-    (GraphDefs written with strip_default_attrs), plus the adplace-only attrs derived from them."""
-    attrs = {k: python_attr(v) for k, v in node.attr.items() if k not in ("_class", "_output_shapes")}
+    left out: colocation is the op's, shapes are inferred; func attrs looked up in `functions`, {library name:
+    DefinedFunction}), the OpDef's defaults for attrs the node leaves out (GraphDefs written with
+    strip_default_attrs), plus the adplace-only attrs derived from them."""
+    attrs = {k: python_attr(v, functions) for k, v in node.attr.items() if k not in ("_class", "_output_shapes")}
     op_def = tf_op_def(node.op)
     for attr_def in op_def.attr if op_def is not None else ():
         if attr_def.name not in attrs and attr_def.HasField("default_value"):

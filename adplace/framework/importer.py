@@ -4,7 +4,10 @@ Nodes may come in any order (they are sorted by their data and control inputs; a
 loop's NextIteration -> Merge edges, set once both ends exist); each is built
 through the graph's own op-creation path, so adplace's shape and dtype inference runs on it, with attrs turned back
 into adplace's values (graph_io.import_attrs). Names get a prefix ("import" by default; a name an op of the graph
-already has becomes name_1, ... as in TF), devices and `_class` colocation are kept. If anything fails, the graph is left exactly as it was: no ops, no names, no name scopes.
+already has becomes name_1, ... as in TF), devices and `_class` colocation are kept. The GraphDef's library
+(FunctionDefs) is imported first into function graphs registered in the graph's library, and func attrs name them
+(framework/function_def.py). If anything fails, the graph is left exactly as it was: no ops, no names, no name
+scopes, no functions.
 
     with tf.Graph().as_default() as g:
         y, = tf.import_graph_def(graph_def, input_map={"x:0": my_x}, return_elements=["y:0"], name="net")
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 
-from adplace.framework import graph_io
+from adplace.framework import function_def, graph_io
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.errors import NotFoundError
 from adplace.framework.graph import get_default_graph
@@ -61,9 +64,10 @@ def _check_arguments(graph_def, input_map, return_elements) -> tuple[dict, list 
     return input_map, return_elements
 
 
-def _sorted_nodes(graph_def, input_map: dict) -> list:
+def _sorted_nodes(graph_def, input_map: dict, check_unused: bool = True) -> list:
     """The nodes, each after the nodes it reads (data and control inputs), in GraphDef order where free;
-    ValueError for duplicate names, unknown op types or input nodes, cycles and unused input_map keys."""
+    ValueError for duplicate names, unknown op types or input nodes, cycles and (with `check_unused`) unused
+    input_map keys."""
     nodes: dict = {}
     known = set(registered_op_types())
     for node in graph_def.node:
@@ -92,7 +96,7 @@ def _sorted_nodes(graph_def, input_map: dict) -> list:
             readers[source].append(node.name)
     # a key no node reads may still name a node of graph_def (its output index is checked once the op is built)
     unused = [k for k in input_map if k not in used and _split_input(k)[0] not in nodes]
-    if unused:
+    if unused and check_unused:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(unused)}]")
     position = {name: i for i, name in enumerate(nodes)}
     ready = [i for i, name in enumerate(nodes) if not waiting[name]]  # a heap: GraphDef order where free
@@ -148,8 +152,9 @@ def import_graph_def(graph_def, input_map: dict | None = None, return_elements: 
 
     Raises TypeError for arguments of the wrong kind, NotFoundError for an op type adplace lacks, ValueError
     for a malformed graph (unknown input node, cycle, duplicate name, an input_map key naming no node or output of
-    graph_def, colocation with a node graph_def lacks, a node whose attrs or inputs its op type rejects) or a
-    VersionDef adplace cannot read (TF's version checks). On any error the graph is unchanged.
+    graph_def, colocation with a node graph_def lacks, a node whose attrs or inputs its op type rejects, a library
+    function that cannot be built, a func attr naming no function) or a VersionDef adplace cannot read (TF's
+    version checks). On any error the graph (and its library) is unchanged.
     """
     del op_dict, producer_op_list
     graph_def = _as_graph_def(graph_def)
@@ -161,13 +166,16 @@ def import_graph_def(graph_def, input_map: dict | None = None, return_elements: 
     nodes = {node.name: node for node in order}
     _check_returns(return_elements, nodes)
     with graph._lock:
-        checkpoint = graph._checkpoint()
+        checkpoint, library = graph._checkpoint(), dict(graph._functions)
         try:
-            created = _build(graph, order, nodes, input_map, name)
+            functions = {**graph._functions, **function_def.import_library(graph_def.library, graph)}
+            created = _build(graph, order, nodes, input_map, name, functions)
             _check_unread_keys(input_map, created)
             return None if return_elements is None else [_element(created, e) for e in return_elements]
         except BaseException:
             graph._roll_back(checkpoint)
+            graph._functions.clear()
+            graph._functions.update(library)
             raise
 
 
@@ -195,7 +203,7 @@ def _check_unread_keys(input_map: dict, created: dict) -> None:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(missing)}]")
 
 
-def _build(graph, order: list, nodes: dict, input_map: dict, name: str | None) -> dict:
+def _build(graph, order: list, nodes: dict, input_map: dict, name: str | None, functions: dict) -> dict:
     with graph.name_scope("import" if name is None else name) as scope:
         input_map = {k: v if k.startswith("^") or isinstance(v, (Tensor, Operation)) else convert_to_tensor(v)
                      for k, v in input_map.items()}
@@ -204,7 +212,8 @@ def _build(graph, order: list, nodes: dict, input_map: dict, name: str | None) -
         renamed = _unique_names(graph, order, scope)
         back_edges: list = []  # (Merge op, input index, NextIteration node name, output index)
         for node in order:
-            created[node.name] = _build_node(graph, node, nodes, created, input_map, scope, renamed, back_edges)
+            created[node.name] = _build_node(graph, node, nodes, created, input_map, scope, renamed, back_edges,
+                                             functions)
         for op, at, source, index in back_edges:
             op._update_input(at, created[source]._outputs[index])
     return created
@@ -236,7 +245,7 @@ def _unique_names(graph, order: list, scope: str) -> dict:
 
 
 def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope: str, renamed: dict,
-                back_edges: list) -> Operation:
+                back_edges: list, functions: dict) -> Operation:
     data, control, later = [], [], []
     for text in node.input:
         source, index = _split_input(text)
@@ -261,7 +270,7 @@ def _build_node(graph, node, nodes: dict, created: dict, input_map: dict, scope:
             raise ValueError(f"Node '{node.name}' (Merge) has no input from outside its loop")
         data = [stand_in if t is None else t for t in data]
     try:
-        attrs = graph_io.import_attrs(node)
+        attrs = graph_io.import_attrs(node, functions)
         if node.op in graph_io.SLICE_OPS:
             attrs = {"slice_spec": _slice_spec(node, nodes), "T": attrs["T"]}
             data = data[:1] + data[4:]

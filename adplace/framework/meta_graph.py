@@ -195,12 +195,19 @@ def _without_nodes(graph_def, names: set):
     return kept
 
 
+def _all_nodes(graph_def):
+    """The nodes of `graph_def` and of the function bodies in its library."""
+    yield from graph_def.node
+    for function in graph_def.library.function:
+        yield from function.node_def
+
+
 def _strip_default_attrs(graph_def) -> None:
-    """Drop, in place, the attrs of `graph_def`'s nodes whose value is their TF OpDef's default (nodes of op types
-    without a TF OpDef keep all theirs)."""
+    """Drop, in place, the attrs of `graph_def`'s nodes (and its library functions' nodes) whose value is their TF
+    OpDef's default (nodes of op types without a TF OpDef keep all theirs)."""
     from adplace.framework import graph_io
 
-    for node in graph_def.node:
+    for node in _all_nodes(graph_def):
         op_def = graph_io.tf_op_def(node.op)
         for attr_def in op_def.attr if op_def is not None else ():
             if (attr_def.HasField("default_value") and attr_def.name in node.attr
@@ -209,12 +216,12 @@ def _strip_default_attrs(graph_def) -> None:
 
 
 def stripped_op_list(graph_def):
-    """The OpList of TF's OpDefs for the op types `graph_def` uses (MetaInfoDef.stripped_op_list), sorted by name;
-    adplace-only op types have none."""
+    """The OpList of TF's OpDefs for the op types `graph_def` uses, in its nodes and its library's functions
+    (MetaInfoDef.stripped_op_list), sorted by name; adplace-only op types have none."""
     from adplace.framework import graph_io
 
     op_list = protos.op_def_pb2.OpList()
-    for op_type in sorted({node.op for node in graph_def.node}):
+    for op_type in sorted({node.op for node in _all_nodes(graph_def)}):
         op_def = graph_io.tf_op_def(op_type)
         if op_def is not None:
             op_list.op.append(op_def)

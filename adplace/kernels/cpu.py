@@ -23,7 +23,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import broadcast_reduction_axes, dims_text
 from adplace.kernels.gpu import to_host
-from adplace.kernels.registration import GPU_ALL, fixed, int_tuple, kernel, multi_output, with_xp
+from adplace.kernels.registration import ALL, GPU_ALL, fixed, int_tuple, kernel, multi_output, with_xp
 
 
 def unfed_placeholder_error(op) -> InvalidArgumentError:
@@ -47,7 +47,8 @@ def _placeholder(op, ctx):
     return unfed
 
 
-kernel("Identity", gpu_types=GPU_ALL)(fixed(lambda x: x))
+# Identity also passes handles and datasets along (a TF function returning a dataset ends in Identity(variant)).
+kernel("Identity", cpu_types=ALL | {_dtypes.resource, _dtypes.variant}, gpu_types=GPU_ALL)(fixed(lambda x: x))
 kernel("StopGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
 kernel("PreventGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
 

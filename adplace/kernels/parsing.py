@@ -156,6 +156,18 @@ def _keys(values) -> list[str]:
     return [_text(np.asarray(v).reshape(()).item()) for v in values]
 
 
+def batch_inputs(op, serialized, names, names_arg: str) -> tuple[np.ndarray, np.ndarray]:
+    """A batch parser's `serialized` vector and its names (none, or one per record), checked as TF checks them."""
+    serialized, names = np.asarray(serialized, dtype=object), np.asarray(names, dtype=object)
+    if serialized.ndim != 1:
+        raise InvalidArgumentError(None, op, f"Expected serialized to be a vector, got shape: "
+                                             f"{_shape_text(serialized.shape)}")
+    if names.size and names.shape != serialized.shape:
+        raise InvalidArgumentError(None, op, f"Expected len({names_arg}) == len(serialized), but got: {names.size} "
+                                             f"vs. {serialized.size}")
+    return serialized, names
+
+
 @kernel("ParseExample", None, NO_GPU)
 def _parse_example(op, ctx):
     attrs = op._attrs
@@ -164,13 +176,7 @@ def _parse_example(op, ctx):
     def parse_example(serialized, names, *rest):
         sparse_keys, dense_keys = _keys(rest[:num_sparse]), _keys(rest[num_sparse:num_sparse + num_dense])
         defaults = rest[num_sparse + num_dense:]
-        serialized, names = np.asarray(serialized, dtype=object), np.asarray(names, dtype=object)
-        if serialized.ndim != 1:
-            raise InvalidArgumentError(None, op, f"Expected serialized to be a vector, got shape: "
-                                                 f"{_shape_text(serialized.shape)}")
-        if names.size and names.shape != serialized.shape:
-            raise InvalidArgumentError(None, op, f"Expected len(names) == len(serialized), but got: {names.size} "
-                                                 f"vs. {serialized.size}")
+        serialized, names = batch_inputs(op, serialized, names, "names")
         dense = [_Dense(k, t, s, v) for k, t, s, v in zip(dense_keys, attrs["Tdense"], attrs["dense_shapes"],
                                                             defaults)]
         parser = _ExampleParser(op, list(zip(sparse_keys, map(_dtypes.as_dtype, attrs["sparse_types"]))), dense,

@@ -203,13 +203,7 @@ class Reader:
 
     def _open(self) -> file_io.GFile:
         """The unit's file, opened now: NotFoundError naming it when missing."""
-        f = file_io.GFile(self.work.decode("utf-8", "surrogateescape"), "rb")
-        try:
-            f.read(0)
-        except BaseException:
-            f.close()
-            raise
-        return f
+        return open_now(self.work.decode("utf-8", "surrogateescape"))
 
 
 class IdentityReader(Reader):
@@ -352,6 +346,17 @@ class TFRecordReader(Reader):
         except BaseException:
             self._records = None  # resume at the same offset: the next read meets the same error, as TF's
             raise
+
+
+def open_now(path: str) -> file_io.GFile:
+    """`path` opened for reading now (GFile opens on first use): NotFoundError naming it when missing."""
+    f = file_io.GFile(path, "rb")
+    try:
+        f.read(0)
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
 def path_text(work: bytes) -> str:

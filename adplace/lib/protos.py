@@ -6,7 +6,7 @@ first use so that `import adplace` stays fast:
 
 `tensor_bundle_pb2` holds the messages of a V2 checkpoint's index (BundleHeaderProto, BundleEntryProto) and
 TensorSliceProto, which tensorboard does not ship (nor `example_pb2` / `feature_pb2`, TF's Example protos,
-declared in example_protos.py): they are declared here, with the field numbers of TF's
+declared in example_protos.py, nor `queue_runner_pb2`, declared in queue_runner_protos.py): they are declared here, with the field numbers of TF's
 tensor_bundle.proto and tensor_slice.proto, through protobuf's descriptor API, on tensorboard's DataType,
 TensorShapeProto and VersionDef. Wire-compatible with TF's; their full names live in the `adplace` package so that
 they never clash with TensorFlow's own when both are imported.
@@ -95,8 +95,15 @@ def _example_module() -> types.ModuleType:
     return module
 
 
+def _queue_runner_module() -> types.ModuleType:
+    from adplace.lib import queue_runner_protos
+
+    return queue_runner_protos.build()
+
+
 _DECLARED = {"tensor_bundle_pb2": _tensor_bundle_module, "example_pb2": _example_module,
-             "feature_pb2": _example_module}  # messages tensorboard lacks, declared by adplace
+             "feature_pb2": _example_module,
+             "queue_runner_pb2": _queue_runner_module}  # messages tensorboard lacks, declared by adplace
 
 
 def __getattr__(name: str) -> types.ModuleType:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework import function_graph as _function_graph
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.graph import get_default_graph
 from adplace.framework.operation import Operation, Tensor
@@ -18,8 +19,9 @@ SCALAR = TensorShape([])
 
 
 def apply_op(op_type: str, inputs, attrs: dict | None = None, name: str | None = None) -> Operation:
-    """Create an op of a registered type in its inputs' graph (the default graph for ops without inputs)."""
-    graph = inputs[0]._op._graph if inputs else get_default_graph()
+    """Create an op of a registered type in its inputs' graph (the default graph for ops without inputs, and while a
+    function is traced, when its graph captures the outer inputs: framework/function_graph.py)."""
+    graph = inputs[0]._op._graph if inputs and not _function_graph.tracing[0] else get_default_graph()
     return graph._create_op_internal(op_type, inputs, attrs, name)
 
 
@@ -101,11 +103,13 @@ def to_tensors(values, dtype=None, arg_name: str = "values") -> list[Tensor]:
 
 def int_const(value, name: str) -> Tensor:
     """An int32 tensor for axes, shapes and permutations: a Const, or the tf.stack of a list holding tensors
-    (`tf.reshape(x, [tf.shape(x)[0], -1])`); a Tensor is used as it is."""
+    (`tf.reshape(x, [tf.shape(x)[0], -1])`, int64 when its first tensor is); a Tensor is used as it is."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
-        return convert_to_tensor(list(value), dtype=_dtypes.int32, name=name)
+        first = next(v for v in value if isinstance(v, Tensor))  # TF packs to the first tensor's int type
+        dtype = _dtypes.int64 if first.dtype.base_dtype == _dtypes.int64 else _dtypes.int32
+        return convert_to_tensor(list(value), dtype=dtype, name=name)
     return convert_to_tensor(np.asarray(value, dtype=np.int32), name=name)
 
 

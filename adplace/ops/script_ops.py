@@ -16,7 +16,6 @@ from typing import Callable
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.conversion import convert_to_tensor
 from adplace.framework.default_graph import name_scope
-from adplace.framework.graph import get_default_graph
 from adplace.framework.operation import Operation, Tensor
 from adplace.framework.registry import NotDifferentiable, register_op
 from adplace.framework.tensor_shape import TensorShape
@@ -50,11 +49,10 @@ def _py_func(func: Callable, inp, Tout, stateful: bool, name: str | None):  # no
     out_types = [_dtypes.as_dtype(t).base_dtype for t in (Tout if is_list else [Tout])]
     with name_scope(name, op_type, inp) as scope:
         inputs = [convert_to_tensor(t, name="input") for t in inp]
-        graph = inputs[0].graph if inputs else get_default_graph()
         token = f"pyfunc_{next(_tokens)}"
-        _functions_of(graph)[token] = func
         attrs = {"token": token, "Tin": [t.dtype.base_dtype for t in inputs], "Tout": out_types}
         op = apply_op(op_type, inputs, attrs, name=scope)
+        _functions_of(op.graph)[token] = func  # the op's graph: a function's graph when traced in one
     outputs = list(op.outputs)
     if not is_list:
         return outputs[0]

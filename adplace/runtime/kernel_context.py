@@ -5,6 +5,7 @@ transfers and fetch conversion per device), one per session.
     cell = ctx.variable(var_op)              # the variable's VariableCell in this session
     kernel = ctx.kernel(op, device)          # built once per (op, session), shared by every plan
     queue = ctx.resources.lookup_or_create(container, name, shared, make, check)     # runtime/resources.py
+    run = ctx.function(op._attrs["f"])        # a traced function's runner (runtime/functions.py)
     ctx.waits.wait(cond, ready, op, "Dequeue")                                         # runtime/waits.py
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from adplace.framework.registry import kernel_factory
 from adplace.kernels import gpu as _gpu
 from adplace.runtime.executor import _fetch_copy, _fetch_value
 from adplace.runtime import variable_state
+from adplace.runtime.functions import FunctionRunners
 from adplace.runtime.resources import SessionResources
 from adplace.runtime.variable_state import StepGate, VariableCell
 from adplace.runtime.waits import Waits
@@ -46,11 +48,18 @@ class KernelContext:
         self._cuda: dict = {}            # CUDA device -> its adplace.kernels.gpu.DeviceState (stream, events)
         self.resources = SessionResources(target)   # queues and other resources, by container and shared_name
         self.waits = Waits(self.steps, placement)    # blocking kernels wait through it
+        self._functions = FunctionRunners()          # traced functions that kernels call (runtime/functions.py)
 
     def close(self) -> None:
         """The session closes: cancel its kernels' waits, drop its resources (and its hold on shared ones)."""
         self.waits.close()
         self.resources.close()
+        self._functions.close()
+
+    def function(self, function) -> Callable[[list], list]:
+        """The runner of a traced function (framework/function_graph.DefinedFunction) in this session: called with
+        the function's argument and captured values, it returns its outputs (runtime/functions.py)."""
+        return self._functions.get(function)
 
     def variable(self, op) -> VariableCell:
         """The cell of variable op `op` in this session (made when a plan first needs it)."""

@@ -14,8 +14,8 @@ from adplace.train.rmsprop import RMSPropOptimizer
 from adplace.train import queue_runner
 from adplace.train.coordinator import Coordinator, LooperThread
 from adplace.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
-from adplace.train.input import (batch, batch_join, input_producer, limit_epochs, maybe_batch, maybe_batch_join,
-                                 maybe_shuffle_batch, maybe_shuffle_batch_join, range_input_producer, shuffle_batch,
+from adplace.train.input import (batch, batch_join, input_producer, limit_epochs, match_filenames_once, maybe_batch,
+                                 maybe_batch_join, maybe_shuffle_batch, maybe_shuffle_batch_join, range_input_producer, shuffle_batch,
                                  shuffle_batch_join, slice_input_producer, string_input_producer)
 from adplace.train.checkpoint_management import (CheckpointState, checkpoint_exists, generate_checkpoint_state_proto,
                                                   get_checkpoint_mtimes, get_checkpoint_state, latest_checkpoint,
@@ -52,7 +52,7 @@ __all__ += ["checkpoints_iterator", "generate_checkpoint_state_proto"]
 __all__ += ["cosine_decay", "cosine_decay_restarts", "exponential_decay", "inverse_time_decay", "linear_cosine_decay",
             "natural_exp_decay", "noisy_linear_cosine_decay", "piecewise_constant", "polynomial_decay"]
 __all__ += ["Coordinator", "LooperThread", "QueueRunner", "add_queue_runner", "queue_runner", "start_queue_runners"]
-__all__ += ["batch", "batch_join", "input_producer", "limit_epochs", "maybe_batch", "maybe_batch_join",
+__all__ += ["batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once", "maybe_batch", "maybe_batch_join",
             "maybe_shuffle_batch", "maybe_shuffle_batch_join", "range_input_producer", "shuffle_batch",
             "shuffle_batch_join", "slice_input_producer", "string_input_producer"]
 __all__ += ["SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "CheckpointSaverHook",

@@ -11,8 +11,8 @@ per pass: after the last one the producer's enqueue raises OutOfRangeError, its 
 get OutOfRangeError once it drains. Each queue adds TF's `fraction_of_<capacity>_full` scalar summary
 (`fraction_over_<min_after_dequeue>_of_<capacity - min_after_dequeue>_full` for shuffling batchers). As in TF,
 batchers take a list or a dict of tensors and return the same kind (a list of one tensor gives the tensor); `keep_input` (the maybe_* variants) is a bool
-scalar (enqueue all or nothing) or, with enqueue_many, a vector choosing examples. SparseTensor inputs (TF's
-sparse tensor maps) are not supported yet: they raise TypeError.
+scalar (enqueue all or nothing) or, with enqueue_many, a vector choosing examples. SparseTensor inputs come out as
+SparseTensors with a batch dimension (through TF's SparseTensorsMap ops, input_sparse.py).
 """
 from __future__ import annotations
 
@@ -34,10 +34,21 @@ from adplace.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueu
 from adplace.ops.slicing_ops import gather
 from adplace.ops.summary_ops import scalar as _scalar_summary
 from adplace.ops.variables import Variable
+from adplace.train import input_sparse
 from adplace.train.queue_runner import QueueRunner, add_queue_runner
 
 
 # --- producers ------------------------------------------------------------------------------------------------------
+def match_filenames_once(pattern, name: str | None = None) -> Variable:
+    """A local variable (run tf.local_variables_initializer()) holding the sorted names of the files that match
+    `pattern` (a glob, or a list of them) when it is initialized, so later file additions do not change it."""
+    from adplace.ops.file_ops import matching_files
+
+    with name_scope(name, "matching_filenames", [pattern]) as scope:
+        return Variable(matching_files(pattern), name=scope, trainable=False, validate_shape=False,
+                        collections=[GraphKeys.LOCAL_VARIABLES])
+
+
 def limit_epochs(tensor, num_epochs: int | None = None, name: str | None = None):
     """`tensor`, whose evaluation raises OutOfRangeError after `num_epochs` evaluations (counted by the local
     variable `epochs`); `tensor` itself when `num_epochs` is None.
@@ -137,7 +148,7 @@ def slice_input_producer(tensor_list, num_epochs: int | None = None, shuffle: bo
 # --- batchers: argument handling --------------------------------------------------------------------------------------
 def _convert_all(tensors) -> list:
     if any(isinstance(t, SparseTensor) for t in tensors):
-        raise TypeError("SparseTensor inputs to queue-based input pipelines are not supported yet")
+        raise TypeError("SparseTensor inputs to input producers are not supported (TF's neither)")
     return [convert_to_tensor(t) for t in tensors]
 
 
@@ -232,15 +243,17 @@ def _batch_queue(tensors_list, given, keep_input, *, default_name: str, batch_si
     lists = _as_lists(tensors_list)
     flat = [t for tensors in lists for t in tensors]
     with name_scope(name, default_name, flat + [keep_input]) as scope:
-        lists = [_convert_all(tensors) for tensors in lists]
+        lists = [input_sparse.convert(tensors) for tensors in lists]
         if not lists[0]:
             raise ValueError(f"Expected at least one tensor in {default_name}().")
         keep_input = _keep_input(keep_input, enqueue_many)
+        lists, sparse_infos = input_sparse.store_lists(lists, enqueue_many, keep_input)
         queue = make_queue(_common_dtypes(lists), _element_shapes(lists, shapes, enqueue_many))
         ops = _enqueue_ops(queue, lists, enqueue_many, keep_input)
         add_queue_runner(QueueRunner(queue, ops * threads if len(ops) == 1 else ops))
         summary(queue, capacity)
-        return _as_given(given, _dequeue(queue, batch_size, allow_smaller_final_batch, scope))
+        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        return _as_given(given, input_sparse.restore(dequeued, sparse_infos))
 
 
 def _fifo(capacity: int, dynamic_pad: bool, shared_name: str | None):

@@ -31,24 +31,21 @@ from adplace.train.session_run_hook import SessionRunArgs, SessionRunContext, Se
 __all__ = ["ChiefSessionCreator", "MonitoredSession", "MonitoredTrainingSession", "Scaffold", "SessionCreator",
            "SingularMonitoredSession", "WorkerSessionCreator"]
 
-# TF's GraphKeys names of the collections a Scaffold fills (adplace's GraphKeys does not list them all).
-INIT_OP, READY_OP, READY_FOR_LOCAL_INIT_OP = "init_op", "ready_op", "ready_for_local_init_op"
-LOCAL_INIT_OP, SUMMARY_OP, TABLE_INITIALIZERS = "local_init_op", "summary_op", "table_initializer"
+# The collections a Scaffold fills (kept here under these names for supervisor.py).
+INIT_OP, READY_OP, READY_FOR_LOCAL_INIT_OP = GraphKeys.INIT_OP, GraphKeys.READY_OP, GraphKeys.READY_FOR_LOCAL_INIT_OP
+LOCAL_INIT_OP, SUMMARY_OP, TABLE_INITIALIZERS = GraphKeys.LOCAL_INIT_OP, GraphKeys.SUMMARY_OP, GraphKeys.TABLE_INITIALIZERS
 
 USE_DEFAULT = object()
 _PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 
 
 def _is_finalized(graph) -> bool:
-    return bool(getattr(graph, "finalized", getattr(graph, "_finalized", False)))
+    return graph.finalized
 
 
 def _unfinalize(graph) -> None:
     """Undo Scaffold.finalize() when the graph was not finalized before the monitored session (as TF does)."""
-    if hasattr(graph, "_unsafe_unfinalize"):
-        graph._unsafe_unfinalize()
-    else:
-        graph._finalized = False
+    graph._unsafe_unfinalize()
 
 
 def _start_queue_runners(sess, coord) -> list:

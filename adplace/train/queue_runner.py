@@ -14,9 +14,9 @@ see the end of input once the queue drains. With a coordinator, one more thread 
 `cancel_op` (close and cancel pending enqueues) so that threads blocked in an enqueue wake; other errors are
 reported to the coordinator. Without one, they are logged, kept in `exceptions_raised` and end the thread.
 
-QueueRunnerDef protos (to_proto/from_proto, the queue_runners collection of a MetaGraphDef) need TF's
-queue_runner.proto, which adplace.lib.protos does not hold yet: those methods raise NotImplementedError, and an
-exported meta graph leaves the collection out with TF's warning for items it cannot serialize.
+A runner is also a QueueRunnerDef (to_proto/from_proto, TF's message and bytes): the names of its queue and ops,
+and the error codes of its exception types. The queue_runners collection of a MetaGraphDef holds them, so that
+export_meta_graph/import_meta_graph carry runners between adplace and TF.
 """
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ import threading
 import weakref
 
 from adplace.framework import errors
+from adplace.framework import meta_graph as _meta_graph
 from adplace.framework.graph import GraphKeys, get_default_graph
+from adplace.lib import protos
 from adplace.framework.session_stack import get_default_session
 from adplace.train.coordinator import Coordinator
 
@@ -47,16 +49,25 @@ class QueueRunner:
         `cancel_op` (default queue.close(cancel_pending_enqueues=True)) runs on the coordinator's stop.
         `queue_closed_exception_types`: a non-empty tuple of tf.errors types that mean "closed" (default
         (OutOfRangeError,)); (OutOfRangeError, CancelledError) suits enqueue ops that dequeue from other queues.
+        `queue_runner_def`: a QueueRunnerDef naming ops of the default graph (under `import_scope`) to use instead
+        (then `queue` is the queue's op, as in TF).
 
         Raises:
           ValueError: no queue or no enqueue ops, or both them and `queue_runner_def`.
-          TypeError: `queue_closed_exception_types` is not such a tuple.
-          NotImplementedError: `queue_runner_def` (no QueueRunnerDef proto in adplace yet).
+          KeyError: a name of `queue_runner_def` that is not in the graph (as TF).
+          TypeError: `queue_closed_exception_types` is not such a tuple, or `queue_runner_def` not a QueueRunnerDef.
         """
         if queue_runner_def is not None:
             if queue is not None or enqueue_ops:
                 raise ValueError("queue_runner_def and queue are mutually exclusive.")
-            _no_proto()
+            self._init_from_proto(queue_runner_def, import_scope)
+        else:
+            self._init_from_args(queue, enqueue_ops, close_op, cancel_op, queue_closed_exception_types)
+        self._lock = threading.Lock()
+        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # threads still running
+        self._exceptions_raised: list = []
+
+    def _init_from_args(self, queue, enqueue_ops, close_op, cancel_op, queue_closed_exception_types) -> None:
         if queue is None or not enqueue_ops:
             raise ValueError("Must provide queue and enqueue_ops.")
         if queue_closed_exception_types is not None and not _are_error_types(queue_closed_exception_types):
@@ -67,9 +78,24 @@ class QueueRunner:
         self._close_op = close_op if close_op is not None else queue.close()
         self._cancel_op = cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
         self._queue_closed_exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
-        self._lock = threading.Lock()
-        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # threads still running
-        self._exceptions_raised: list = []
+
+    def _init_from_proto(self, queue_runner_def, import_scope: str | None) -> None:
+        """The queue's op and the ops that `queue_runner_def` names, found in the default graph (under
+        `import_scope`); every name is looked up before anything is kept."""
+        if not isinstance(queue_runner_def, protos.queue_runner_pb2.QueueRunnerDef):
+            raise TypeError(f"queue_runner_def must be a QueueRunnerDef. Received type: {type(queue_runner_def)}.")
+        graph = get_default_graph()
+
+        def element(name: str):
+            return graph.as_graph_element(_meta_graph.prepend_name_scope(name, import_scope))
+
+        queue = element(queue_runner_def.queue_name)
+        enqueue_ops = [element(name) for name in queue_runner_def.enqueue_op_name]
+        close_op, cancel_op = element(queue_runner_def.close_op_name), element(queue_runner_def.cancel_op_name)
+        types_ = tuple(_error_type(code) for code in queue_runner_def.queue_closed_exception_types)
+        self._queue, self._enqueue_ops, self._close_op, self._cancel_op = queue, enqueue_ops, close_op, cancel_op
+        # QueueRunnerDefs written before the field existed have no types: TF's default then
+        self._queue_closed_exception_types = types_ or (errors.OutOfRangeError,)
 
     queue = property(lambda self: self._queue, doc="The queue the enqueue ops fill.")
     enqueue_ops = property(lambda self: self._enqueue_ops, doc="The ops run in the threads, one thread each.")
@@ -150,12 +176,22 @@ class QueueRunner:
         return threads
 
     def to_proto(self, export_scope: str | None = None):
-        """TF's QueueRunnerDef of this runner: not available yet (no queue_runner.proto in adplace.lib.protos)."""
-        _no_proto()
+        """TF's QueueRunnerDef of this runner, its names without `export_scope`; None when the queue is not under
+        `export_scope`."""
+        if export_scope is not None and not self.queue.name.startswith(export_scope):
+            return None
+
+        def strip(name: str) -> str:
+            return _meta_graph.strip_name_scope(name, export_scope)
+
+        return protos.queue_runner_pb2.QueueRunnerDef(
+            queue_name=strip(self.queue.name), enqueue_op_name=[strip(op.name) for op in self.enqueue_ops],
+            close_op_name=strip(self.close_op.name), cancel_op_name=strip(self.cancel_op.name),
+            queue_closed_exception_types=[t.error_code for t in self._queue_closed_exception_types])
 
     @staticmethod
     def from_proto(queue_runner_def, import_scope: str | None = None) -> "QueueRunner":
-        """A QueueRunner from TF's QueueRunnerDef: not available yet (no queue_runner.proto in adplace.lib.protos)."""
+        """The QueueRunner that `queue_runner_def` describes, on the ops of the default graph under `import_scope`."""
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
 
@@ -164,9 +200,12 @@ def _are_error_types(types) -> bool:
         isinstance(t, type) and issubclass(t, errors.OpError) for t in types)
 
 
-def _no_proto():
-    raise NotImplementedError("QueueRunnerDef protos are not supported yet: adplace.lib.protos has no "
-                              "queue_runner_pb2")
+def _error_type(code: int) -> type:
+    """The tf.errors class of error code `code` (TF's exception_type_from_error_code)."""
+    for error_type in errors.OpError.__subclasses__():
+        if error_type.error_code == code:
+            return error_type
+    raise ValueError(f"QueueRunnerDef names error code {code}, which is not one of TF's error codes.")
 
 
 def add_queue_runner(qr: QueueRunner, collection: str = GraphKeys.QUEUE_RUNNERS) -> None:
@@ -202,3 +241,7 @@ def start_queue_runners(sess=None, coord: Coordinator | None = None, daemon: boo
         for qr in queue_runners:
             threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads
+
+
+_meta_graph.register_proto_function(GraphKeys.QUEUE_RUNNERS, lambda: protos.queue_runner_pb2.QueueRunnerDef,
+                                    QueueRunner.to_proto, QueueRunner.from_proto)

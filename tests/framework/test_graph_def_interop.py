@@ -5,10 +5,14 @@ gradients and an SGD step, a graph with devices and colocation) load into adplac
 TensorFlow runs only in a subprocess (tf_graph_def_peer.py); those tests skip without it. The adplace-only round
 trip of every case (GraphDef -> import -> same values) runs everywhere.
 """
+import atexit
+import functools
 import importlib.util
 import json
 import pathlib
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -183,6 +187,97 @@ EXTRA_CASES = {"queues": _queues, "readers": _readers, "saver": _saver, "summari
                "linalg": _linalg, "checks": _checks, "scripts": _scripts, "counters": _counters,
                "sampling": _sampling}
 EXTRA_CASES["parsing"] = _parsing
+
+
+def _matching_files(rng):
+    """MatchingFiles: how many files of this folder match a pattern (names are compared in test_matching_files.py)."""
+    return [tf.size(tf.io.matching_files(str(pathlib.Path(__file__).resolve().with_name("tf_graph_def_p*.py"))))], {}
+
+
+EXTRA_CASES["matching_files"] = _matching_files
+
+
+def _sequence_parsing(rng):
+    """ParseSingleSequenceExample and ParseSequenceExample (numbers only; strings in tests/ops/test_sequence_parsing.py)."""
+    lists = tf.train.FeatureLists(feature_list={"f": tf.train.FeatureList(feature=[
+        tf.train.Feature(float_list=tf.train.FloatList(value=op_cases._x(rng, 2).tolist())) for _ in range(3)])})
+    example = tf.train.SequenceExample(context=tf.train.Features(feature={
+        "c": tf.train.Feature(int64_list=tf.train.Int64List(value=[4, 5]))}), feature_lists=lists).SerializeToString()
+    context, sequence = {"c": tf.VarLenFeature(tf.int64)}, {"f": tf.FixedLenSequenceFeature([2], tf.float32)}
+    single_context, single = tf.parse_single_sequence_example(example, context, sequence)
+    batch_context, batch, lengths = tf.io.parse_sequence_example([example, example], context, sequence)
+    return [single_context["c"].indices, single_context["c"].values, single["f"], batch_context["c"].dense_shape,
+            batch["f"], lengths["f"]], {}
+
+
+EXTRA_CASES["sequence_parsing"] = _sequence_parsing
+
+
+@functools.lru_cache(maxsize=None)
+def _dataset_files() -> dict:
+    """Input files of the dataset readers, in a folder this test process keeps until it exits (the TF peer reads
+    them too)."""
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="adplace_datasets_"))
+    atexit.register(shutil.rmtree, folder, True)
+    (folder / "lines.txt").write_bytes(b"one\ntwo\nthree\n")
+    (folder / "fixed.bin").write_bytes(b"HH" + bytes(range(12)) + b"F")
+    with tf.io.TFRecordWriter(str(folder / "records.tfrecord")) as writer:
+        for record in (b"a", b"bb", b"ccc", b"dddd"):
+            writer.write(record)
+    return {"text": str(folder / "lines.txt"), "fixed": str(folder / "fixed.bin"),
+            "records": str(folder / "records.tfrecord")}
+
+
+def _datasets(rng):
+    """Every dataset and iterator op: pipelines whose functions (map, filter, flat_map, interleave, a one-shot
+    iterator's factory holding them) travel in the GraphDef's library, each read whole as one batch; the readers'
+    records counted; from_generator built, not run (its py_funcs stay behind, as in TF); an initializable iterator
+    (the case's init op) read directly and through a string handle."""
+    files = _dataset_files()
+    scale = tf.constant(3, tf.int64, name="scale")
+    numbers = tf.data.Dataset.range(12)
+    whole = []
+
+    def read_whole(dataset):
+        whole.append(dataset.batch(64).make_one_shot_iterator().get_next())
+
+    read_whole(numbers.map(lambda v: v * scale).filter(lambda v: tf.equal(v % 2, 0)))
+    read_whole(numbers.map(lambda v: (v, v + scale), num_parallel_calls=3).map(lambda a, b: a * b))
+    read_whole(tf.data.Dataset.range(4).flat_map(lambda v: tf.data.Dataset.range(v)))
+    repeated = (lambda v: tf.data.Dataset.from_tensors(v).repeat(v))
+    read_whole(tf.data.Dataset.range(1, 5).interleave(repeated, cycle_length=2, block_length=2))
+    read_whole(tf.data.Dataset.range(1, 5).interleave(repeated, cycle_length=3, num_parallel_calls=2))
+    slices = tf.data.Dataset.from_tensor_slices((op_cases._x(rng, 3, 2), np.array([1, 2, 3], np.int32)))
+    read_whole(tf.data.Dataset.zip((slices, tf.data.Dataset.from_tensors(np.float32(1.5)).repeat())))
+    read_whole(tf.data.Dataset.range(1, 4).map(lambda n: tf.fill([n], n)).padded_batch(3, padded_shapes=[None]))
+    read_whole(numbers.concatenate(tf.data.Dataset.range(100, 103)).skip(2).take(9).cache("").prefetch(2)
+               .repeat(2).shard(2, 1))
+    shuffled = tf.data.Dataset.range(6).shuffle(6, seed=5).batch(6).make_one_shot_iterator().get_next()
+    counts = [tf.size(tf.data.TextLineDataset(files["text"]).batch(10).make_one_shot_iterator().get_next()),
+              tf.size(tf.data.TFRecordDataset(files["records"]).batch(10).make_one_shot_iterator().get_next()),
+              tf.size(tf.data.FixedLengthRecordDataset(files["fixed"], 4, header_bytes=2, footer_bytes=1).batch(10)
+                      .make_one_shot_iterator().get_next())]
+    tf.data.Dataset.from_generator(lambda: iter([1, 2]), tf.int64, []).make_one_shot_iterator()
+    direct = tf.data.make_initializable_iterator(numbers.map(lambda v: v + scale).take(3))
+    by_handle = tf.data.make_initializable_iterator(numbers.skip(5))
+    via = tf.data.Iterator.from_string_handle(by_handle.string_handle(), tf.int64, [])
+    init = tf.group(direct.initializer, by_handle.initializer)
+    return init, [*whole, tf.reduce_sum(shuffled), *counts, direct.get_next(), via.get_next()], {}
+
+
+EXTRA_CASES["datasets"] = _datasets
+
+
+def _sparse_tensors_map(rng):
+    """AddSparseToTensorsMap, AddManySparseToTensorsMap (into the first's map), TakeManySparseFromTensorsMap."""
+    from adplace.ops import sparse_tensors_map_ops as maps
+    first = maps.add_sparse_to_tensors_map(tf.SparseTensor(np.array([[1]], np.int64), [5.0], np.array([2], np.int64)))
+    rows = maps.add_many_sparse_to_tensors_map(_sparse((3, 4)), shared_name=first.op.name)
+    taken = maps.take_many_sparse_from_tensors_map(first.op, tf.concat([[first], rows], 0))
+    return [taken.indices, taken.values, taken.dense_shape], {}
+
+
+EXTRA_CASES["sparse_tensors_map"] = _sparse_tensors_map
 RANDOM = op_cases.RANDOM_CASES | {"sampling"}
 NO_VALUES = {"scripts", "summaries"}  # Python callbacks stay behind; Summary bytes are not compared here
 ALL_CASES = {**op_cases.CASES, **EXTRA_CASES}

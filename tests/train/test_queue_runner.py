@@ -301,18 +301,5 @@ def test_constructor_checks_and_protos():
         assert qr.close_op.name.startswith("close") and qr.cancel_op.name.startswith("cancel")
         with pytest.raises(ValueError, match="mutually exclusive"):
             tf.train.QueueRunner(queue, queue_runner_def=object())
-        with pytest.raises(NotImplementedError, match="queue_runner_pb2"):
-            qr.to_proto()
-        with pytest.raises(NotImplementedError, match="queue_runner_pb2"):
-            tf.train.QueueRunner.from_proto(object())
+        # QueueRunnerDef protos: test_queue_runner_proto.py
 
-
-def test_meta_graph_export_leaves_queue_runners_out(caplog):
-    with tf.Graph().as_default():
-        queue = StandInQueue(range(1))
-        tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue_op()]))
-        tf.add_to_collection("kept", tf.constant(1.0, name="kept"))
-        with caplog.at_level("WARNING", logger="adplace"):
-            meta = tf.train.export_meta_graph()
-    assert "queue_runners" not in meta.collection_def and "kept" in meta.collection_def
-    assert "queue_runners" in caplog.text
