@@ -78,6 +78,8 @@ from adplace.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_ad
 from adplace.ops.data_flow_ops import dynamic_partition, dynamic_stitch, parallel_dynamic_stitch
 from adplace.ops.tensor_array_ops import TensorArray
 from adplace.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
+from adplace.ops.accumulator_ops import ConditionalAccumulator, ConditionalAccumulatorBase, SparseConditionalAccumulator
+from adplace.kernels import accumulators as _accumulator_kernels  # noqa: F401 - the accumulators' kernels
 from adplace import queue  # tf.queue.FIFOQueue, ...
 from adplace import data  # tf.data.Dataset, tf.data.Iterator, ...
 from adplace.kernels import datasets as _dataset_kernels  # noqa: F401 - the dataset ops' kernels

@@ -5,6 +5,7 @@
                                # and off, and a data-parallel polynomial fit trained with Adam on 2 GPUs
     adplace demo --trace DIR   # the same; its Chrome traces and PNG timelines go to DIR (default ./adplace-traces),
                                # and a TensorBoard log directory (graphs, traced runs, the fit's loss) to DIR/tensorboard
+    adplace demo --cluster     # a local Ray cluster, 1 ps + 2 workers, between-graph training (distributed/demo.py)
 """
 from __future__ import annotations
 
@@ -231,6 +232,10 @@ def _polynomial_fit(steps: int, trace_dir: str, plot: bool, logdir: str) -> list
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.cluster:
+        from adplace.distributed.demo import run_demo
+        return run_demo(args.steps or 200, args.nodes, args.trace_dir)
+    args.steps = args.steps or 1000
     print(_demo_devices(args.virtual_gpus))
     os.makedirs(args.trace_dir, exist_ok=True)
     logdir = os.path.join(args.trace_dir, "tensorboard")
@@ -270,6 +275,10 @@ environment variables:
   ADPLACE_PLAN_CACHE_SIZE=N
                           compiled plans (and fetch structures) one session
                           keeps; the least recently used go first (default 512)
+  ADPLACE_RAY_ADDRESS=host:port
+                          the Ray cluster that sessions on grpc:// targets
+                          and tf.train.Server use (default: a new local one
+                          on 127.0.0.1)
   TF_FORCE_GPU_ALLOW_GROWTH=true
                           on a CUDA GPU, take memory as ops ask for it instead
                           of reserving the card up front, as TF does
@@ -287,6 +296,7 @@ examples:
   adplace devices --virtual-gpus 4  the same, with 4 virtual GPUs added
   adplace demo                      run the placement and training examples
   adplace demo --trace /tmp/traces  write its traces and timelines there
+  adplace demo --cluster            train between-graph on a local Ray cluster
   ADPLACE_PROGRESS=0 adplace demo > demo.log
                                     no progress bar; the log gets a
                                     "step N loss X" line every 100 steps
@@ -340,10 +350,23 @@ environment variables:
                           2 unless this is set; --virtual-gpus overrides it)
   ADPLACE_PROGRESS=0|1    the progress bar off (0) or on (1); by default on
                           when stderr is a terminal
+  ADPLACE_RAY_ADDRESS=host:port
+                          with --cluster: use this running Ray cluster
+                          instead of starting local nodes
+
+--cluster:
+  Starts --nodes Ray nodes on 127.0.0.1, one Ray actor per task of the
+  ClusterSpec {ps: [localhost:2222], worker: [localhost:2223, localhost:2224]}
+  (the addresses only name tasks), trains y = 5x^2 + 3 with one client thread
+  per worker (variables on the ps by replica_device_setter, asynchronous Adam),
+  prints each worker's steps and loss and the bytes one step moves between
+  tasks, writes cluster_step.json (a traced step) to the --trace directory,
+  and stops the cluster. Without Ray it says so and exits.
 
 examples:
   adplace demo
   adplace demo --steps 200 --trace /tmp/traces
+  adplace demo --cluster --steps 100
   ADPLACE_PROGRESS=0 adplace demo --virtual-gpus 4 > demo.log"""
 
 
@@ -390,8 +413,13 @@ def _add_demo_parser(sub) -> None:
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--virtual-gpus", type=_non_negative_int, metavar="N", help="use N virtual GPUs instead of "
                       "real ones (default: the real GPUs, else $ADPLACE_VIRTUAL_GPUS or 2 virtual ones)")
-    demo.add_argument("--steps", type=_positive_int, default=1000, metavar="N", help="training steps of the "
-                      "polynomial fit (default 1000)")
+    demo.add_argument("--steps", type=_positive_int, default=None, metavar="N", help="training steps of the "
+                      "polynomial fit (default 1000; with --cluster, per worker, default 200)")
+    demo.add_argument("--cluster", action="store_true", help="instead: start a local Ray cluster (needs Ray: "
+                      "pip install 'adplace[distributed]'), a ClusterSpec of 1 ps and 2 worker tasks on it, and train "
+                      "the polynomial fit between-graph, one client thread per worker; then stop it all")
+    demo.add_argument("--nodes", type=_positive_int, default=2, metavar="N", help="with --cluster: Ray nodes to "
+                      "start on 127.0.0.1 (default 2; none when $ADPLACE_RAY_ADDRESS names a running cluster)")
     demo.add_argument("--trace", dest="trace_dir", default="adplace-traces", metavar="DIR", help="directory for "
                       "the Chrome traces (.json) and PNG timelines; created if missing (default ./adplace-traces)")
     demo.add_argument("--trace-dir", dest="trace_dir", default="adplace-traces", help=argparse.SUPPRESS)

@@ -27,10 +27,19 @@ class Device:
     description: str = ""
     memory_limit_bytes: int = 0
     physical_id: int | None = None
+    job: str = "localhost"  # the task that owns the device: /job:localhost/replica:0/task:0 in-process,
+    replica: int = 0        # a cluster's /job:ps/replica:0/task:1 on a Ray task (adplace/distributed/)
+    task: int = 0
+
+    @property
+    def task_name(self) -> str:
+        return f"/job:{self.job}/replica:{self.replica}/task:{self.task}"
 
     @property
     def name(self) -> str:
-        return f"{LOCAL_PREFIX}/device:{self.device_type}:{self.index}"
+        if self.job == "localhost" and not self.replica and not self.task:
+            return f"{LOCAL_PREFIX}/device:{self.device_type}:{self.index}"
+        return f"{self.task_name}/device:{self.device_type}:{self.index}"
 
     @property
     def is_cuda(self) -> bool:

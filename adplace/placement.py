@@ -49,12 +49,14 @@ class Placer:
     """Places the ops a graph gained since the last call, into a PlacementTable."""
 
     def __init__(self, table: PlacementTable, allow_soft_placement: bool = False, log_device_placement: bool = False,
-                 stream=None):
+                 stream=None, preferred_task: str | None = None):
         self.table = table
         self.allow_soft_placement = allow_soft_placement
         self.log_device_placement = log_device_placement
         self.stream = stream
-        self._devices = sorted(table.devices, key=lambda d: (-DEVICE_TYPE_PRIORITY.get(d.device_type, 0), d.name))
+        # A session on a cluster prefers its master task's devices for ops that name no task, as TF's master does.
+        self._devices = sorted(table.devices, key=lambda d: (preferred_task is not None and d.task_name != preferred_task,
+                                                             -DEVICE_TYPE_PRIORITY.get(d.device_type, 0), d.name))
         self._device_names = sorted(d.name for d in table.devices)
         self._candidates_cache: dict[tuple[str, frozenset], tuple] = {}
         self._merged_cache: dict[tuple, str] = {}
@@ -264,10 +266,17 @@ class Placer:
                     f"\nRegistered kernels:\n{registered_kernels_text(op.type)}")
         if not any(_matches(spec, d) for d in self._devices):
             note = ""
-            if spec.job not in (None, "localhost"):  # e.g. /job:ps from tf.train.replica_device_setter
+            tasks = sorted({(d.job, d.task) for d in self._devices})
+            if tasks != [("localhost", 0)] and spec.job is not None:  # a session on a cluster
+                listed = ", ".join(f"/job:{j}/task:{t}" for j, t in tasks)
+                note = (f" The cluster has no task {spec.job}:{spec.task}; its tasks are {listed}." if any(
+                    j == spec.job for j, _ in tasks) else f" The cluster has no job '{spec.job}'; its tasks are "
+                    f"{listed}.")
+                fix = "\nFix: name a job and task of the cluster's ClusterSpec."
+            elif spec.job not in (None, "localhost"):  # e.g. /job:ps from tf.train.replica_device_setter
                 note = (f" The job '{spec.job}' does not exist in this process, which has only /job:localhost; "
-                        f"running ops on /job:{spec.job} needs a cluster (tf.train.Server), which adplace's "
-                        f"distributed support, a later feature, will provide.")
+                        f"running ops on /job:{spec.job} needs a session on a cluster (tf.train.Server tasks, "
+                        f"tf.Session(server.target)).")
                 fix = (f"\nFix: to run in this process, build the graph without /job:{spec.job} devices (for example "
                        f"without tf.train.replica_device_setter); allow_soft_placement never changes a job.")
             elif spec.device_type == "GPU" and not any(d.device_type == "GPU" for d in self._devices):
@@ -297,7 +306,8 @@ class Placer:
 
 
 def _matches(spec: DeviceSpec, device: Device) -> bool:
-    return ((spec.job is None or spec.job == "localhost") and spec.replica in (None, 0) and spec.task in (None, 0)
+    return ((spec.job is None or spec.job == device.job) and (spec.replica is None or spec.replica == device.replica)
+            and (spec.task is None or spec.task == device.task)
             and (spec.device_type is None or spec.device_type == device.device_type)
             and (spec.device_index is None or spec.device_index == device.index))
 

@@ -101,9 +101,10 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 # the environment variables each --help must explain
 HELP_ENV_VARS = {"adplace": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS", "ADPLACE_PLAN_CACHE_SIZE",
-                             "TF_FORCE_GPU_ALLOW_GROWTH", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS"],
+                             "ADPLACE_RAY_ADDRESS", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_NUM_INTEROP_THREADS",
+                             "TF_NUM_INTRAOP_THREADS"],
                  "devices": ["ADPLACE_VIRTUAL_GPUS"],
-                 "demo": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS"]}
+                 "demo": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS", "ADPLACE_RAY_ADDRESS"]}
 
 
 @pytest.mark.parametrize("name", HELP_ENV_VARS)
@@ -216,3 +217,20 @@ def test_console_script_runs_demo(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Using 2 virtual GPU(s) as asked" in result.stdout
     assert (tmp_path / "traces" / "polynomial_fit.json").is_file()
+
+
+def test_cluster_demo_without_ray_says_how_to_install_it_and_starts_nothing(capsys, monkeypatch, tmp_path):
+    from adplace.distributed import demo
+    real_find_spec = demo.importlib.util.find_spec
+    monkeypatch.setattr(demo.importlib.util, "find_spec", lambda name, *a: None if name == "ray" else
+                        real_find_spec(name, *a))
+    assert cli.main(["demo", "--cluster", "--trace", str(tmp_path / "traces")]) == 0
+    assert capsys.readouterr().out == demo.MISSING_RAY + "\n"
+    assert not (tmp_path / "traces").exists()
+
+
+def test_demo_steps_default_per_mode():
+    parser = cli.build_parser()
+    assert parser.parse_args(["demo"]).steps is None and not parser.parse_args(["demo"]).cluster
+    args = parser.parse_args(["demo", "--cluster", "--nodes", "3", "--steps", "7"])
+    assert (args.cluster, args.nodes, args.steps) == (True, 3, 7)

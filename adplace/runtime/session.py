@@ -40,7 +40,7 @@ from adplace.runtime.plan_cache import PlanCache
 from adplace.runtime.run_metadata import fill_run_metadata
 from adplace.runtime.step_errors import step_error
 from adplace.runtime.step_runner import StepRunner, clock_pair
-from adplace.runtime.targets import check_target, no_session_factory
+from adplace.runtime.targets import check_target, no_session_factory, session_factory
 from adplace.runtime.variable_state import InterruptHold, rollback
 
 _DeviceAttributes = _devices.DeviceAttributes  # TF's name for what list_devices() returns
@@ -100,16 +100,17 @@ class BaseSession:
         if config is not None and not isinstance(config, _options.ConfigProto):
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
         self._config = config if config is not None else _options.ConfigProto()
-        if self._target:
-            raise no_session_factory(self._target, self._config)
         self._graph = graph if graph is not None else get_default_graph()
         self._closed = False
+        if self._target:
+            self._open_remote()
+            return
         gpu_options = self._config.gpu_options
-        self._devices = _devices.local_devices(self._config.device_count, gpu_options.visible_device_list)
+        self._devices = self._local_devices()
         configure_gpu_memory(self._devices, gpu_options)
         self._placement = PlacementTable(self._devices)
         self._placer = Placer(self._placement, self._config.allow_soft_placement, self._config.log_device_placement)
-        self._ctx = KernelContext(self._placement, self._target)
+        self._ctx = self._kernel_context(self._placement)
         self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != _options.RewriterConfig.OFF
         self._runner = StepRunner(self._config, self._ctx)
         runner = self._runner  # while loops with parallel_iterations use its threads (runtime/loop_pipeline.py)
@@ -123,6 +124,30 @@ class BaseSession:
         self._partial_runs = PartialRuns(self)
         if self._config.log_device_placement:
             self._print_device_mapping()
+
+    def _local_devices(self) -> list:
+        """The devices this session runs on (a task of a cluster gives its own: adplace/distributed/task.py)."""
+        return _devices.local_devices(self._config.device_count, self._config.gpu_options.visible_device_list)
+
+    def _kernel_context(self, placement) -> KernelContext:
+        """What kernels ask of this session (a task of a cluster keeps variables that outlive sessions)."""
+        return KernelContext(placement, self._target)
+
+    def _open_remote(self) -> None:
+        """A session on a target other than "": the registered factory's (adplace.distributed for grpc://
+        targets) runs, closes and lists devices; TF's NotFoundError when none accepts the target."""
+        factory = session_factory(self._target)
+        if factory is None:
+            raise no_session_factory(self._target, self._config)
+        remote = self._remote = factory.open(self._target, self._graph, self._config)
+        self._ctx = None
+        self.run, self.list_devices, self.make_callable = remote.run, remote.list_devices, remote.make_callable
+        self._snapshot = remote.snapshot  # Saver.save/restore's block (adplace/distributed/cluster_session.py)
+
+        def close() -> None:
+            self._closed = True
+            remote.close()
+        self.close = close
 
     graph = property(lambda self: self._graph, doc="The graph that was launched in this session.")
     graph_def = property(lambda self: self._graph.as_graph_def(), doc="The launched graph as a GraphDef proto.")
@@ -415,7 +440,10 @@ class Session(BaseSession):
         target = check_target(target)
         if target:
             config = config if isinstance(config, _options.ConfigProto) else _options.ConfigProto()
-            raise no_session_factory(target, config)
+            factory = session_factory(target)
+            if factory is None:
+                raise no_session_factory(target, config)
+            factory.reset(target, containers, config)
 
 
 class InteractiveSession(BaseSession):

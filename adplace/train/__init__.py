@@ -4,6 +4,7 @@ from adplace.train.adagrad import AdagradOptimizer
 from adplace.train.adam import AdamOptimizer
 from adplace.train.device_setter import PS_OPS, STANDARD_PS_OPS, assign_to_device, replica_device_setter
 from adplace.train.gradient_descent import GradientDescentOptimizer
+from adplace.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from adplace.train.learning_rate_decay import (cosine_decay, cosine_decay_restarts, exponential_decay,
                                                inverse_time_decay, linear_cosine_decay, natural_exp_decay,
                                                noisy_linear_cosine_decay, piecewise_constant, polynomial_decay)
@@ -37,6 +38,8 @@ from adplace.train.session_manager import SessionManager
 from adplace.train.monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
                                              SessionCreator, SingularMonitoredSession, WorkerSessionCreator)
 from adplace.train.supervisor import Supervisor
+from adplace.distributed.cluster_spec import ClusterSpec
+from adplace.distributed.server import Server
 
 __all__ = ["PS_OPS", "STANDARD_PS_OPS", "assign_to_device", "replica_device_setter"]
 __all__ += ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver", "checkpoint_exists",
@@ -44,7 +47,7 @@ __all__ += ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver
             "list_variables", "load_checkpoint",
             "load_variable", "remove_checkpoint", "update_checkpoint_state"]
 __all__ += ["AdadeltaOptimizer"]
-__all__ += ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
+__all__ += ["SyncReplicasOptimizer", "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
             "RMSPropOptimizer", "create_global_step", "get_global_step", "get_or_create_global_step", "global_step"]
 __all__ += ["average_gradients", "export_meta_graph", "import_meta_graph", "make_parallel", "write_graph"]
 __all__ += ["summary_iterator"]
@@ -61,14 +64,18 @@ __all__ += ["SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRun
             "SummarySaverHook", "SessionManager", "ChiefSessionCreator", "MonitoredSession",
             "MonitoredTrainingSession", "Scaffold", "SessionCreator", "SingularMonitoredSession",
             "WorkerSessionCreator", "Supervisor"]
+__all__ += ["ClusterSpec", "ClusterDef", "JobDef", "Server"]
 
 _EXAMPLE_PROTOS = frozenset({"BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList",
                              "Int64List", "SequenceExample"})
 
 
 def __getattr__(name: str):
-    """tf.train.Example, Features, Feature, BytesList, ...: TF's Example protos, loaded on first use."""
+    """tf.train.Example, Features, Feature, BytesList, ... and ClusterDef, JobDef: TF's protos, loaded on first use."""
     if name in _EXAMPLE_PROTOS:
         from adplace.lib import protos
         return getattr(protos.example_pb2, name)
+    if name in ("ClusterDef", "JobDef"):
+        from adplace.lib import protos
+        return getattr(protos.cluster_pb2, name)
     raise AttributeError(f"module 'adplace.train' has no attribute {name!r}")

@@ -278,6 +278,28 @@ def _sparse_tensors_map(rng):
 
 
 EXTRA_CASES["sparse_tensors_map"] = _sparse_tensors_map
+
+
+def _accumulators(rng):
+    """Every accumulator op: two gradients applied in turn (one stale after set_global_step), then taken."""
+    dense = tf.ConditionalAccumulator(tf.float32, shape=[2], shared_name="interop_acc")
+    sparse = tf.SparseConditionalAccumulator(tf.float32, shared_name="interop_sparse_acc")
+    first = [dense.apply_grad(op_cases._x(rng, 2)), sparse.apply_grad([1], [[2.0, 4.0]], [3, 2])]
+    with tf.control_dependencies(first):
+        second = [dense.apply_grad(op_cases._x(rng, 2)), sparse.apply_grad([1, 2], [[1.0, 1.0], [3.0, 3.0]], [3, 2])]
+    with tf.control_dependencies(second):
+        count = dense.num_accumulated()
+    with tf.control_dependencies([count]):
+        taken = [dense.take_grad(2), *sparse.take_grad(2)]
+    with tf.control_dependencies(taken):
+        reset = dense.set_global_step(7)
+    with tf.control_dependencies([reset]):
+        stale = dense.apply_grad(op_cases._x(rng, 2), local_step=3)
+    with tf.control_dependencies([stale]):
+        return [count, *taken, dense.num_accumulated()], {}
+
+
+EXTRA_CASES["accumulators"] = _accumulators
 RANDOM = op_cases.RANDOM_CASES | {"sampling"}
 NO_VALUES = {"scripts", "summaries"}  # Python callbacks stay behind; Summary bytes are not compared here
 ALL_CASES = {**op_cases.CASES, **EXTRA_CASES}

@@ -97,8 +97,9 @@ def test_short_debug_string_is_protobufs_one_line_form():
 def test_session_errors_quote_the_config_on_one_line():
     config = tf.ConfigProto(allow_soft_placement=True)
     with pytest.raises(tf.errors.NotFoundError,
-                       match='config: allow_soft_placement: true} Registered factories are {DirectSession}'):
-        tf.Session("grpc://localhost:2222", config=config)
+                       match='config: allow_soft_placement: true} Registered factories are {DirectSession, '
+                             'ClusterSessionFactory}'):
+        tf.Session("tcp://localhost:2222", config=config)
 
 
 def test_the_config_must_be_a_config_proto():

@@ -88,8 +88,8 @@ def test_as_default_keeps_the_default_graph():
 
 # --- targets and constructor arguments ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ["grpc://localhost:1234", "INVALID_TARGET", b"local"])
-def test_a_target_other_than_in_process_is_tfs_not_found_error(target):
+@pytest.mark.parametrize("target", ["tcp://localhost:1234", "INVALID_TARGET", b"local"])
+def test_a_target_no_factory_accepts_is_tfs_not_found_error(target):
     text = target.decode() if isinstance(target, bytes) else target
     with pytest.raises(NotFoundError, match=f'No session factory registered for the given session options: '
                                             f'{{target: "{text}" config: .*}} Registered factories are '):
@@ -100,7 +100,7 @@ def test_not_found_error_quotes_the_config_fields_that_were_set():
     config = tf.ConfigProto(allow_soft_placement=True)
     config.gpu_options.allow_growth = True
     with pytest.raises(NotFoundError) as info:
-        tf.Session("grpc://h:1", config=config)
+        tf.Session("h:1", config=config)
     assert 'config: gpu_options { allow_growth: true } allow_soft_placement: true}' in str(info.value)  # proto order
 
 
@@ -122,7 +122,7 @@ def test_sess_str_graph_and_reset():
     c = tf.constant(2.0)
     assert tf.Session.reset("") is None and sess.run(c) == 2.0  # in-process reset does nothing
     with pytest.raises(NotFoundError, match="No session factory registered"):
-        tf.Session.reset("grpc://localhost:1234", containers=["a"])
+        tf.Session.reset("localhost:1234", containers=["a"])
 
 
 # --- device counts ----------------------------------------------------------------------------------------------
@@ -511,3 +511,15 @@ def test_make_callable_from_options_feeds_fetches_and_targets_by_name():
             assert step(np.float32(1.0), run_metadata=metadata) == [2.0]
             assert step(np.float32(4.0)) == [5.0]
             assert sess.run(counter) == 2 and metadata.HasField("step_stats")
+
+
+def test_a_grpc_target_without_ray_is_not_found_saying_what_to_install(tmp_path):
+    """In a process where Ray cannot be imported, a grpc:// target has no factory, as in a TF build without gRPC."""
+    import subprocess
+    import sys
+    script = ("import sys; sys.modules['ray'] = None\n"
+              "import adplace as tf\n"
+              "try:\n    tf.Session('grpc://localhost:2222')\n"
+              "except tf.errors.NotFoundError as e:\n    print('NotFound', e.message)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("NotFound No session factory registered") and "adplace[distributed]" in done.stdout

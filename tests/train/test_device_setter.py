@@ -173,7 +173,7 @@ def test_running_a_replicated_graph_fails_at_placement_naming_the_job(soft):
     with pytest.raises(InvalidArgumentError, match=r"^Cannot assign a device for operation zeros: "
                        r"\{\{node zeros\}\} was explicitly assigned to /job:worker but available devices "
                        r"are \[ /job:localhost/replica:0/task:0/device:CPU:0 \]\. .*The job 'worker' does not exist in "
-                       r"this process.*needs a cluster"):
+                       r"this process.*needs a session on a cluster"):
         sess.run(tf.global_variables_initializer())
 
 
@@ -188,7 +188,7 @@ def test_a_ps_job_fails_at_placement_naming_the_variable():
     assert message.startswith("Cannot assign a device for operation v: {{node v}} was explicitly assigned to "
                               "/job:ps/task:0 but available devices are")
     assert "The job 'ps' does not exist in this process" in message
-    assert "distributed support" in message and "without tf.train.replica_device_setter" in message
+    assert "tf.Session(server.target)" in message and "without tf.train.replica_device_setter" in message
 
 
 # --- ops on a variable sit with it (TF builds them in colocate_with(the variable)) ---------------------------------
