@@ -8,7 +8,8 @@ the class itself has no Ray in it, so it is also tested directly.
 
 A piece runs in a session of its own over the piece's graph, on this task's devices, whose kernels find variables in
 the task's store by (container, name), resources without a shared_name in the client session's store by op name (so
-the pieces of one client session share them), and resources with one in the task's (so all clients share them).
+the pieces of one client session share them), and resources with one in the task's (so all clients share them, and
+they outlive the client sessions, as TF's resource containers do, until tf.Session.reset).
 A piece's run is a step: it fails as a whole, leaving the variables it wrote as they were.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from adplace.framework.importer import import_graph_def
 from adplace.lib import protos
 from adplace.runtime import options as _options
 from adplace.runtime.kernel_context import KernelContext
-from adplace.runtime.resources import ResourceManager, SessionResources
+from adplace.runtime.resources import ResourceManager, SessionResources, target_manager
 from adplace.runtime.session import BaseSession
 from adplace.runtime.variable_state import StepGate, VariableCell
 from adplace.runtime.waits import Waits
@@ -47,6 +48,11 @@ class _ClientResources(SessionResources):
     def lookup_or_create(self, container, name, shared, create, check):
         return super().lookup_or_create(container, name if shared else _PRIVATE.sub("_", name), shared, create,
                                         check)
+
+    def close(self) -> None:
+        """Drop the client session's private resources; shared ones stay on the task (TF's resource containers)
+        until tf.Session.reset."""
+        self._own.release(self._token)
 
 
 class _PieceContext(KernelContext):
@@ -177,8 +183,8 @@ class Task:
             resources.close()
 
     def reset(self, containers: list[str] | None) -> None:
-        """tf.Session.reset: drop the variables of `containers` ("" the default container; None: all), close the
-        client sessions, and drop shared resources."""
+        """tf.Session.reset: drop the variables and shared resources of `containers` ("" the default container;
+        None: all) and close the client sessions."""
         with self._lock:
             sessions = list(self._sessions)
             for key in list(self._variables):
@@ -186,6 +192,7 @@ class Task:
                     del self._variables[key]
         for session_id in sessions:
             self.close_session(session_id)
+        target_manager(self.target).clear(containers)
 
     # --- kernels' view ------------------------------------------------------------------------------------------
     def variable(self, container: str, name: str, device) -> VariableCell:

@@ -61,6 +61,19 @@ class ResourceManager:
             if close is not None:
                 close()
 
+    def clear(self, containers: list[str] | None = None) -> None:
+        """Close and drop the resources of `containers` (all when None or empty), whoever holds them
+        (tf.Session.reset on a cluster task)."""
+        with self._lock:
+            dropped = [(key, entry[0]) for key, entry in self._entries.items()
+                       if not containers or key[0] in containers]
+            for key, _ in dropped:
+                del self._entries[key]
+        for _, resource in dropped:
+            close = getattr(resource, "close_resource", None)
+            if close is not None:
+                close()
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)

@@ -115,3 +115,22 @@ def test_a_session_on_a_reset_task_is_aborted_once_then_registers_again(cluster)
             sess.run(v)
         sess.run(v.initializer)
         assert sess.run(v) == 1.0
+
+
+def test_a_shared_queue_outlives_the_client_session_that_filled_it_until_reset(cluster):
+    def client():
+        graph = tf.Graph()
+        with graph.as_default(), tf.device("/job:ps/task:0"):
+            queue = tf.FIFOQueue(10, tf.int64, shapes=[[]], shared_name="kept_q", name="kept_q")
+            return graph, queue, queue.enqueue_many([[7, 8, 9]]), queue.dequeue(), queue.size()
+    graph, _, fill, _, _ = client()
+    with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+        sess.run(fill)
+    graph, _, _, take, size = client()  # a later client, after the filler's session closed
+    with tf.Session(cluster.target("worker", 1), graph=graph) as sess:
+        bounded = tf.RunOptions(timeout_in_ms=5000)  # a queue lost with the filler's session would block
+        assert [sess.run(take, options=bounded) for _ in range(2)] == [7, 8] and sess.run(size) == 1
+    tf.Session.reset(cluster.target("worker", 0))
+    graph, _, _, _, size = client()
+    with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+        assert sess.run(size) == 0
