@@ -18,7 +18,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
 from adplace.framework.operation import ref_variable
-from adplace.kernels.registration import NO_GPU, kernel, multi_output
+from adplace.kernels.registration import NO_GPU, kernel, multi_output, object_scalar
 
 
 class Accumulator:
@@ -163,8 +163,4 @@ def _sparse_take_gradient(op, ctx):
 @kernel("SparseConditionalAccumulator", cpu_types=None, gpu_types=NO_GPU)
 def _creation(op, ctx):
     """Only when the handle itself is fetched (the plan does not run it for its consumers): TF's string handle."""
-    def run():
-        out = np.empty((), dtype=object)
-        out[()] = op.name.encode()
-        return out
-    return run
+    return lambda: object_scalar(op.name.encode())

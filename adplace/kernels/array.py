@@ -14,7 +14,7 @@ from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
 from adplace.kernels.math import reduction_axes
 from adplace.kernels.repeated_index import ufunc_at
-from adplace.kernels.registration import GPU_ALL, NO_GPU, int_tuple, kernel, multi_output, with_xp
+from adplace.kernels.registration import GPU_ALL, NO_GPU, int_tuple, kernel, multi_output, object_scalar, with_xp
 
 INDEX_TYPES = (_dtypes.int32, _dtypes.int64)
 
@@ -98,11 +98,7 @@ def _gather(op, ctx):
 
 def _as_array(value) -> np.ndarray:
     """A gathered object element as the 0-d object array handles travel in (np.take returns the object itself)."""
-    if isinstance(value, np.ndarray):
-        return value
-    out = np.empty((), dtype=object)
-    out[()] = value
-    return out
+    return value if isinstance(value, np.ndarray) else object_scalar(value)
 
 
 @kernel("SelectV2", gpu_types=GPU_ALL)

@@ -15,6 +15,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
 from adplace.kernels.dataset_values import Dataset, Iterator
 from adplace.kernels.reader_store import open_now
+from adplace.kernels.registration import object_scalar
 from adplace.lib.io import tensor_bundle, tf_record
 
 
@@ -96,9 +97,7 @@ class _FilesIterator(Iterator):
                 self._finish_file()
                 raise
             if record is not None:
-                out = np.empty((), dtype=object)
-                out[()] = record
-                return [out]
+                return [object_scalar(record)]
             self._finish_file()
         return None
 

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from adplace.framework import errors
+from adplace.kernels.registration import object_in
 
 AUTOTUNE = -1
 
@@ -302,8 +303,7 @@ class _InterleaveIterator(Iterator):
 
 def dataset_in(value) -> Dataset:
     """The Dataset a variant value holds (a 0-d object array, as kernels pass it)."""
-    if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 0:
-        value = value[()]
+    value = object_in(value)
     if not isinstance(value, Dataset):
         raise errors.InvalidArgumentError(None, None, f"Expected a dataset, got {type(value).__name__}")
     return value

@@ -13,13 +13,7 @@ from adplace.framework.errors import InvalidArgumentError
 from adplace.kernels import dataset_files as files
 from adplace.kernels import dataset_values as values
 from adplace.kernels.dataset_values import dataset_in
-from adplace.kernels.registration import NO_GPU, kernel
-
-
-def variant(value) -> np.ndarray:
-    out = np.empty((), dtype=object)
-    out[()] = value
-    return out
+from adplace.kernels.registration import NO_GPU, kernel, object_scalar
 
 
 def _int(value) -> int:
@@ -36,7 +30,7 @@ def _dataset_kernel(op_type: str):
     def decorate(make):
         @kernel(op_type, cpu_types=None, gpu_types=NO_GPU)
         def factory(op, ctx):
-            return lambda *inputs: variant(make(op, ctx, *inputs))
+            return lambda *inputs: object_scalar(make(op, ctx, *inputs))
         return make
     return decorate
 

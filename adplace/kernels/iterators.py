@@ -18,7 +18,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework import errors
 from adplace.kernels.dataset_values import dataset_in
-from adplace.kernels.registration import NO_GPU, kernel, multi_output
+from adplace.kernels.registration import NO_GPU, handle_of, kernel, multi_output, object_scalar
 
 _HANDLES = "_adplace_iterator_handles"  # the resource container of string handles
 _numbers = itertools.count()
@@ -81,17 +81,7 @@ class IteratorResource:
 
 
 def _resource_in(handle, op) -> IteratorResource:
-    resource = handle[()] if isinstance(handle, np.ndarray) and handle.dtype == object and handle.ndim == 0 else handle
-    if not isinstance(resource, IteratorResource):
-        raise errors.InvalidArgumentError(None, op, f"Op '{op.name}' ({op.type}) got {type(resource).__name__} where "
-                                          f"an iterator handle was expected")
-    return resource
-
-
-def _handle(resource) -> np.ndarray:
-    out = np.empty((), dtype=object)
-    out[()] = resource
-    return out
+    return handle_of(handle, IteratorResource, op, "an iterator handle")
 
 
 def _types_and_shapes(op) -> tuple[list, list]:
@@ -123,7 +113,7 @@ def _iterator(op, ctx):
 
     def run():
         if not made:
-            made.append(_handle(_lookup_or_create(op, ctx)))
+            made.append(object_scalar(_lookup_or_create(op, ctx)))
         return made[0]
     return run
 
@@ -141,7 +131,7 @@ def _one_shot_iterator(op, ctx):
                     dataset = dataset_in(ctx.function(op._attrs["dataset_factory"])([])[0])
                     resource.reset(dataset, waits, op)
                     resource.started = True
-                made.append(_handle(resource))
+                made.append(object_scalar(resource))
             return made[0]
     return run
 
@@ -189,9 +179,7 @@ def _to_string_handle(op, ctx):
     def to_string_handle(handle):
         resource = _resource_in(handle, op)
         ctx.resources.lookup_or_create(_HANDLES, resource.handle.decode(), False, lambda: resource, lambda r: None)
-        out = np.empty((), dtype=object)
-        out[()] = resource.handle
-        return out
+        return object_scalar(resource.handle)
     return to_string_handle
 
 
@@ -209,5 +197,5 @@ def _from_string_handle(op, ctx):
         resource = ctx.resources.lookup_or_create(_HANDLES, text, False, lambda: missing(text), lambda r: None)
         if dtypes:
             _check_same(resource, op, dtypes, shapes)
-        return _handle(resource)
+        return object_scalar(resource)
     return from_string_handle

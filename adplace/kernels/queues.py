@@ -15,7 +15,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.kernels import queue_store
 from adplace.kernels.queue_store import UNBOUNDED, PaddingFIFOQueue, PriorityQueue, Queue, RandomShuffleQueue
-from adplace.kernels.registration import NO_GPU, kernel
+from adplace.kernels.registration import NO_GPU, handle_of, kernel, object_scalar
 
 
 def _shapes(attrs) -> list | None:
@@ -91,9 +91,7 @@ def _creation(kind: str, make, extra=lambda attrs: []):
                 queue = ctx.resources.lookup_or_create(
                     attrs.get("container") or "", name, bool(shared_name), create,
                     lambda q: _check_matches(q, op, kind, dtypes, shapes, extra(attrs)))
-                made = np.empty((), dtype=object)
-                made[()] = queue
-                handle = made
+                handle = object_scalar(queue)
             return handle
         return run
     return factory
@@ -131,11 +129,7 @@ kernel("RandomShuffleQueueV2", cpu_types=None, gpu_types=NO_GPU)(
 
 def queue_of(handle, op) -> Queue:
     """The Queue behind a queue handle (as kernels receive it); InvalidArgumentError naming `op` for anything else."""
-    queue = handle[()] if isinstance(handle, np.ndarray) and handle.dtype == object and handle.ndim == 0 else handle
-    if not isinstance(queue, Queue):
-        raise InvalidArgumentError(None, op, f"Op '{op.name}' ({op.type}) got {type(queue).__name__} where a queue "
-                                   f"handle was expected")
-    return queue
+    return handle_of(handle, Queue, op, "a queue handle")
 
 
 def _component_types(op, attr: str) -> list:

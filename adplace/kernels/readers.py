@@ -12,7 +12,7 @@ import numpy as np
 from adplace.framework.errors import InvalidArgumentError
 from adplace.kernels import reader_store
 from adplace.kernels.queues import queue_of
-from adplace.kernels.registration import NO_GPU, kernel
+from adplace.kernels.registration import NO_GPU, handle_of, kernel, object_scalar
 
 
 def _int_attr(op, name: str, default: int = 0) -> int:
@@ -63,9 +63,7 @@ def _creation(op, ctx):
         if handle is None:
             reader = ctx.resources.lookup_or_create(_text(op._attrs.get("container") or ""), name,
                                                     bool(shared_name), lambda: make(op), check)
-            made = np.empty((), dtype=object)
-            made[()] = reader
-            handle = made
+            handle = object_scalar(reader)
         return handle
     return run
 
@@ -75,11 +73,7 @@ for _op_type in MAKERS:
 
 
 def _reader(handle, op) -> reader_store.Reader:
-    reader = handle[()] if isinstance(handle, np.ndarray) and handle.dtype == object and handle.ndim == 0 else handle
-    if not isinstance(reader, reader_store.Reader):
-        raise InvalidArgumentError(None, op, f"Op '{op.name}' ({op.type}) got {type(reader).__name__} where a reader "
-                                   f"handle was expected")
-    return reader
+    return handle_of(handle, reader_store.Reader, op, "a reader handle")
 
 
 def _strings(values: list, shape: tuple) -> np.ndarray:

@@ -1,5 +1,6 @@
 """How kernels are registered and built: `kernel` registers one factory for the CPU and (virtual and CUDA) GPUs,
-with TF's dtype sets; `fixed` and `with_xp` build the common factory shapes; `int_tuple` and `multi_output` are the
+with TF's dtype sets; `fixed` and `with_xp` build the common factory shapes; `int_tuple`, `multi_output` and the
+object-scalar helpers (`object_scalar`, `object_in`, `handle_of`: handles and datasets in 0-d object arrays) are the
 helpers every kernel module shares.
 
 A kernel factory runs once per (op, session) when a plan is built and returns the function the hot loop calls:
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.registry import register_kernel
 
 ALL = _dtypes.ALL
@@ -89,6 +91,28 @@ def int_tuple(axis) -> tuple:
     if type(axis) is not np.ndarray and hasattr(axis, "get"):  # a device array (CuPy): shapes are tiny, fetch it
         axis = axis.get()
     return tuple(np.asarray(axis).ravel().tolist())
+
+
+def object_scalar(value) -> np.ndarray:
+    """`value` (a resource, a dataset, bytes) as the 0-d object array such values travel in between kernels."""
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
+
+
+def object_in(value):
+    """The object a 0-d object array holds (object_scalar's inverse); any other value as it is."""
+    return value[()] if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 0 else value
+
+
+def handle_of(handle, cls: type, op, what: str):
+    """The `cls` object behind a handle as kernels receive it; InvalidArgumentError naming `op` for anything else
+    (`what`: "a queue handle")."""
+    held = object_in(handle)
+    if not isinstance(held, cls):
+        raise InvalidArgumentError(None, op, f"Op '{op.name}' ({op.type}) got {type(held).__name__} where {what} was "
+                                   f"expected")
+    return held
 
 
 def multi_output(pieces):

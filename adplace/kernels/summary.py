@@ -16,19 +16,13 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
 from adplace.framework.tensor_util import make_tensor_proto
-from adplace.kernels.registration import NO_GPU, kernel
+from adplace.kernels.registration import NO_GPU, kernel, object_scalar
 from adplace.lib import protos
 from adplace.lib.io.png import encode_png
 from adplace.lib.io.wav import encode_wav
 
 _REAL = _dtypes.FLOATING | _dtypes.INTEGER
 _DBL_MAX = sys.float_info.max
-
-
-def _string_scalar(data: bytes) -> np.ndarray:
-    out = np.empty((), dtype=object)
-    out[()] = data
-    return out
 
 
 def _text(value) -> str:
@@ -56,7 +50,7 @@ def _scalar_summary(op, ctx):
         summary = summary_pb2.Summary()
         for tag, value in zip(tags.reshape(-1), values.reshape(-1).tolist()):
             summary.value.add(tag=_text(tag), simple_value=float(value))
-        return _string_scalar(summary.SerializeToString())
+        return object_scalar(summary.SerializeToString())
     return scalar_summary
 
 
@@ -121,7 +115,7 @@ def _histogram_summary(op, ctx):
                 raise InvalidArgumentError(None, op, f"Infinity in summary histogram for: {op.name}")
         summary = summary_pb2.Summary()
         summary.value.add(tag=_text(tag[()]), histo=histogram_proto(values))
-        return _string_scalar(summary.SerializeToString())
+        return object_scalar(summary.SerializeToString())
     return histogram_summary
 
 
@@ -172,7 +166,7 @@ def _image_summary(op, ctx):
             value = summary.value.add(tag=f"{base}/image/{i}" if max_images > 1 else f"{base}/image")
             value.image.height, value.image.width, value.image.colorspace = height, width, depth
             value.image.encoded_image_string = encode_png(pixels)
-        return _string_scalar(summary.SerializeToString())
+        return object_scalar(summary.SerializeToString())
     return image_summary
 
 
@@ -197,7 +191,7 @@ def _audio_summary(op, ctx):
             value.audio.sample_rate, value.audio.num_channels = rate, clips.shape[2]
             value.audio.length_frames, value.audio.content_type = clips.shape[1], "audio/wav"
             value.audio.encoded_audio_string = encode_wav(clips[i], max(int(np.rint(rate)), 1))
-        return _string_scalar(summary.SerializeToString())
+        return object_scalar(summary.SerializeToString())
     return audio_summary
 
 
@@ -212,7 +206,7 @@ def _tensor_summary(op, ctx):
         value = summary.value.add(tag=_scalar_tag(tag, op, "tag"))
         value.metadata.ParseFromString(np.asarray(serialized_summary_metadata).reshape(-1)[0])
         value.tensor.CopyFrom(make_tensor_proto(np.asarray(tensor), dtype=dtype))
-        return _string_scalar(summary.SerializeToString())
+        return object_scalar(summary.SerializeToString())
     return tensor_summary
 
 
@@ -235,5 +229,5 @@ def _merge_summary(op, ctx):
                     raise InvalidArgumentError(None, op, f"Duplicate tag {value.tag} found in summary inputs")
                 tags.add(value.tag)
             merged.value.extend(summary.value)
-        return _string_scalar(merged.SerializeToString())
+        return object_scalar(merged.SerializeToString())
     return merge_summary
