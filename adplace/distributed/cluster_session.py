@@ -24,6 +24,7 @@ import uuid
 from adplace.devices import DEVICE_TYPE_PRIORITY, Device
 from adplace.distributed import partition as _partition
 from adplace.distributed import ray_backend
+from adplace.distributed.cluster_spec import ClusterSpec
 from adplace.distributed import transfers as _transfers
 from adplace.distributed.task import TaskError
 from adplace.framework import errors
@@ -42,6 +43,12 @@ def _task_name(job: str, task: int) -> str:
 def _unavailable(what: str, exc: BaseException | None = None) -> errors.UnavailableError:
     detail = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
     return errors.UnavailableError(None, None, f"{what}{detail}")
+
+
+def cluster_tasks(cluster: dict) -> dict[tuple[str, int], str]:
+    """(job, task index) -> address of every task of a cluster (a ClusterSpec's dict)."""
+    spec = ClusterSpec(cluster)
+    return {(job, i): spec.task_address(job, i) for job in spec.jobs for i in spec.task_indices(job)}
 
 
 def find_actor(address: str, timeout_ms: int):
@@ -68,9 +75,9 @@ class ClusterSession:
         self._ray = ray_backend.connect()
         master_address = ray_backend.strip_scheme(target)
         master = find_actor(master_address, self._timeout_ms)
-        self._cluster = self._ray.get(master.cluster_dict.remote())
-        self._addresses = {_task_name(job, i): address for job, tasks in self._cluster.items()
-                           for i, address in (tasks.items() if isinstance(tasks, dict) else enumerate(tasks))}
+        tasks = cluster_tasks(self._ray.get(master.cluster_dict.remote()))
+        self._addresses = {_task_name(job, i): address for (job, i), address in tasks.items()}
+        self._task_ids = {_task_name(job, i): (job, i) for job, i in tasks}
         self._master = next(name for name, address in self._addresses.items() if address == master_address)
         self._actors = {self._master: master}
         self._session_id = uuid.uuid4().hex
@@ -96,11 +103,10 @@ class ClusterSession:
     def _devices(self) -> list[Device]:
         found = []
         for task in sorted(self._addresses):
-            job, _, index = task.split("/")[1][4:], None, int(task.rsplit(":", 1)[1])
+            job, index = self._task_ids[task]
+            actor = self._actor(task)  # UnavailableError when it is not there
             try:
-                listed = self._ray.get(self._actor(task).list_devices.remote())
-            except errors.UnavailableError:
-                raise
+                listed = self._ray.get(actor.list_devices.remote())
             except Exception as exc:  # noqa: BLE001 - a task that died meanwhile
                 raise _unavailable(f"Task {task} at {self._addresses[task]} is unreachable", exc) from None
             found += [Device(kind, i, bool(virtual), memory_limit_bytes=memory, job=job, task=index)
@@ -263,10 +269,8 @@ class ClusterSessionFactory:
         timeout_ms = config.operation_timeout_in_ms or CONNECT_TIMEOUT_MS
         ray = ray_backend.connect()
         master = find_actor(ray_backend.strip_scheme(target), timeout_ms)
-        cluster = ray.get(master.cluster_dict.remote())
-        for tasks in cluster.values():
-            for address in (tasks.values() if isinstance(tasks, dict) else tasks):
-                ray.get(find_actor(address, timeout_ms).reset.remote(list(containers) if containers else None))
+        for address in cluster_tasks(ray.get(master.cluster_dict.remote())).values():
+            ray.get(find_actor(address, timeout_ms).reset.remote(list(containers) if containers else None))
 
 
 def _require_ray(target: bytes, config) -> None:

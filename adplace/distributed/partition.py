@@ -119,8 +119,9 @@ def partition(graph, device_of, fetches: list, fed: list[Tensor]) -> Plan:
         pieces.setdefault((stage[op], task[op]), Piece(task[op], stage[op])).ops.append(op)
     ordered = sorted(pieces.values(), key=lambda p: (p.stage, p.task))
     piece_of = {op: i for i, piece in enumerate(ordered) for op in piece.ops}
+    taken = {op._name.lower() for op in graph._ops}  # names in use, for the slice constants op_nodes adds
     for i, piece in enumerate(ordered):
-        _build(graph, piece, i, ordered, piece_of, feed_index, device_of)
+        _build(graph, piece, i, ordered, piece_of, feed_index, device_of, taken)
     sources = []
     for element in fetches:
         if isinstance(element, Operation):
@@ -162,10 +163,10 @@ def _output_of(pieces: list, j: int, tensor: Tensor) -> tuple:
     return ("piece", j, outputs.index(tensor))
 
 
-def _build(graph, piece: Piece, index: int, pieces: list, piece_of: dict, feed_index: dict, device_of) -> None:
+def _build(graph, piece: Piece, index: int, pieces: list, piece_of: dict, feed_index: dict, device_of,
+           taken: set) -> None:
     members = set(piece.ops)
     nodes, placeholders = [], {}
-    taken = {op._name.lower() for op in graph._ops}
 
     def add(op: Operation) -> None:
         for node in graph_io.op_nodes(op, taken):

@@ -22,6 +22,7 @@ import time
 
 from adplace import devices as _devices
 from adplace.distributed.transfers import PieceReport, nbytes
+from adplace.distributed.cluster_spec import ClusterSpec
 from adplace.framework import errors
 from adplace.framework.graph import Graph
 from adplace.framework.importer import import_graph_def
@@ -98,7 +99,7 @@ class Task:
 
     def __init__(self, cluster: dict, job: str, task_index: int, config_bytes: bytes = b""):
         self.cluster, self.job, self.task_index = cluster, job, task_index
-        self.address = _address(cluster, job, task_index)
+        self.address = ClusterSpec(cluster).task_address(job, task_index)
         self.target = ("grpc://" + self.address).encode()
         self.config = _options.ConfigProto()
         if config_bytes:
@@ -218,15 +219,3 @@ class TaskError(Exception):
         cls = cls if isinstance(cls, type) and issubclass(cls, errors.OpError) else errors.UnknownError
         return cls(None, None, self.message)
 
-
-def _address(cluster: dict, job: str, task_index: int) -> str:
-    tasks = cluster.get(job)
-    if tasks is None:
-        raise ValueError(f"No such job in cluster: {job!r}")
-    if isinstance(tasks, dict):
-        address = tasks.get(task_index)
-    else:
-        address = tasks[task_index] if 0 <= task_index < len(tasks) else None
-    if address is None:
-        raise ValueError(f"No task with index {task_index} in job {job!r}")
-    return address

@@ -90,7 +90,7 @@ def _types_and_shapes(op) -> tuple[list, list]:
             [s.as_tuple() for s in attrs.get("output_shapes") or []])
 
 
-def _check_same(resource: IteratorResource, op, dtypes: list, shapes: list) -> None:
+def _check_same(resource: IteratorResource, op, dtypes: list) -> None:
     if [d.name for d in dtypes] != [d.name for d in resource.dtypes]:
         raise errors.InvalidArgumentError(
             None, op, f"Iterator '{resource.name}' has output types [{', '.join(d.name for d in resource.dtypes)}] "
@@ -104,7 +104,7 @@ def _lookup_or_create(op, ctx) -> IteratorResource:
     name = shared_name or f"_{op._id}_{op.name}"
     return ctx.resources.lookup_or_create(attrs.get("container") or "", name, bool(shared_name),
                                           lambda: IteratorResource(name, dtypes, shapes),
-                                          lambda r: _check_same(r, op, dtypes, shapes))
+                                          lambda r: _check_same(r, op, dtypes))
 
 
 @kernel("IteratorV2", cpu_types=None, gpu_types=NO_GPU)
@@ -185,7 +185,7 @@ def _to_string_handle(op, ctx):
 
 @kernel("IteratorFromStringHandleV2", cpu_types=None, gpu_types=NO_GPU)
 def _from_string_handle(op, ctx):
-    dtypes, shapes = _types_and_shapes(op)
+    dtypes = _types_and_shapes(op)[0]
 
     def missing(text):
         raise errors.NotFoundError(None, op, f"{op.name}: no iterator of this session has the string handle "
@@ -196,6 +196,6 @@ def _from_string_handle(op, ctx):
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
         resource = ctx.resources.lookup_or_create(_HANDLES, text, False, lambda: missing(text), lambda r: None)
         if dtypes:
-            _check_same(resource, op, dtypes, shapes)
+            _check_same(resource, op, dtypes)
         return object_scalar(resource)
     return from_string_handle
