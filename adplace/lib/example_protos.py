@@ -14,7 +14,9 @@ MESSAGES = ("BytesList", "FloatList", "Int64List", "Feature", "Features", "Featu
 
 def build() -> types.ModuleType:
     """The module of the Example messages, declared in the default descriptor pool once."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from google.protobuf import descriptor_pb2
+
+    from adplace.lib.protos import declared_module
 
     F = descriptor_pb2.FieldDescriptorProto
     file = descriptor_pb2.FileDescriptorProto(name="adplace/example.proto", package="adplace", syntax="proto3")
@@ -54,13 +56,5 @@ def build() -> types.ModuleType:
     message("SequenceExample", ("context", 1, F.TYPE_MESSAGE, ".adplace.Features", False),
             ("feature_lists", 2, F.TYPE_MESSAGE, ".adplace.FeatureLists", False))
 
-    pool = descriptor_pool.Default()
-    try:
-        described = pool.FindFileByName(file.name)
-    except KeyError:
-        described = pool.Add(file)
-    module = types.ModuleType("adplace.lib.protos.example_pb2")
-    for name in MESSAGES:
-        setattr(module, name, message_factory.GetMessageClass(described.message_types_by_name[name]))
-    module.DESCRIPTOR = described
+    module = declared_module(file, "example_pb2", MESSAGES)
     return module

@@ -35,7 +35,7 @@ def _tensorboard_module(name: str) -> types.ModuleType:
 
 
 def _tensor_bundle_module() -> types.ModuleType:
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from google.protobuf import descriptor_pb2
 
     shape, dtypes, versions = (_tensorboard_module(n) for n in ("tensor_shape_pb2", "types_pb2", "versions_pb2"))
     F = descriptor_pb2.FieldDescriptorProto
@@ -75,14 +75,22 @@ def _tensor_bundle_module() -> types.ModuleType:
     field(entry, "crc32c", 6, F.TYPE_FIXED32)
     field(entry, "slices", 7, F.TYPE_MESSAGE, ".adplace.TensorSliceProto", repeated=True)
 
+    return declared_module(file, "tensor_bundle_pb2", ("TensorSliceProto", "BundleHeaderProto", "BundleEntryProto"))
+
+
+def declared_module(file, name: str, messages) -> types.ModuleType:
+    """The module `adplace.lib.protos.<name>` of a FileDescriptorProto declared here: the file added to the default
+    descriptor pool once (a second build finds it there), a class per message of `messages`, and its DESCRIPTOR."""
+    from google.protobuf import descriptor_pool, message_factory
+
     pool = descriptor_pool.Default()
     try:
         described = pool.FindFileByName(file.name)
     except KeyError:
         described = pool.Add(file)
-    module = types.ModuleType("adplace.lib.protos.tensor_bundle_pb2")
-    for name in ("TensorSliceProto", "BundleHeaderProto", "BundleEntryProto"):
-        setattr(module, name, message_factory.GetMessageClass(described.message_types_by_name[name]))
+    module = types.ModuleType(f"adplace.lib.protos.{name}")
+    for message in messages:
+        setattr(module, message, message_factory.GetMessageClass(described.message_types_by_name[message]))
     module.DESCRIPTOR = described
     return module
 

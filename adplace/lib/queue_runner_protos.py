@@ -15,7 +15,9 @@ CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", 
 
 def build() -> types.ModuleType:
     """The module of QueueRunnerDef and Code, declared in the default descriptor pool once."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from google.protobuf import descriptor_pb2
+
+    from adplace.lib.protos import declared_module
 
     F = descriptor_pb2.FieldDescriptorProto
     file = descriptor_pb2.FileDescriptorProto(name="adplace/queue_runner.proto", package="adplace", syntax="proto3")
@@ -30,13 +32,6 @@ def build() -> types.ModuleType:
     runner.field.add(name="queue_closed_exception_types", number=5, type=F.TYPE_ENUM, label=F.LABEL_REPEATED,
                      type_name=".adplace.Code")
 
-    pool = descriptor_pool.Default()
-    try:
-        described = pool.FindFileByName(file.name)
-    except KeyError:
-        described = pool.Add(file)
-    module = types.ModuleType("adplace.lib.protos.queue_runner_pb2")
-    module.QueueRunnerDef = message_factory.GetMessageClass(described.message_types_by_name["QueueRunnerDef"])
-    module.Code = described.enum_types_by_name["Code"]
-    module.DESCRIPTOR = described
+    module = declared_module(file, "queue_runner_pb2", ("QueueRunnerDef",))
+    module.Code = module.DESCRIPTOR.enum_types_by_name["Code"]
     return module
