@@ -36,9 +36,11 @@ def _int64(value, name: str) -> Tensor:
     return convert_to_tensor(value, _dtypes.int64, name=name)
 
 
-def _attrs(spec) -> dict:
+def _attrs(spec, types_attr: str = "output_types") -> dict:
+    """A dataset op's element attrs: its types (under `types_attr`: TF's ops that take components as inputs call it
+    "Toutput_types") and its shapes."""
     flat = structure.flatten(spec)
-    return {"output_types": [s.dtype for s in flat], "output_shapes": [s.shape for s in flat]}
+    return {types_attr: [s.dtype for s in flat], "output_shapes": [s.shape for s in flat]}
 
 
 class Dataset:
@@ -67,9 +69,8 @@ class Dataset:
         with name_scope(None, "TensorDataset"):
             tensors = structure.normalize(tensors)
             spec = structure.structure_of(tensors)
-            return Dataset(gen.dataset_op("TensorDataset", structure.flatten(tensors),
-                                          {"Toutput_types": [s.dtype for s in structure.flatten(spec)],
-                                           "output_shapes": [s.shape for s in structure.flatten(spec)]}), spec)
+            return Dataset(gen.dataset_op("TensorDataset", structure.flatten(tensors), _attrs(spec, "Toutput_types")),
+                           spec)
 
     @staticmethod
     def from_tensor_slices(tensors) -> "Dataset":
@@ -91,10 +92,7 @@ class Dataset:
                     rows = rows.merge_with(t.shape[0])
             spec = structure.map_structure(
                 lambda t: Spec(t.dtype, TensorShape(None) if t.shape.ndims is None else t.shape[1:]), tensors)
-            flat_spec = structure.flatten(spec)
-            return Dataset(gen.dataset_op("TensorSliceDataset", flat,
-                                          {"Toutput_types": [s.dtype for s in flat_spec],
-                                           "output_shapes": [s.shape for s in flat_spec]}), spec)
+            return Dataset(gen.dataset_op("TensorSliceDataset", flat, _attrs(spec, "Toutput_types")), spec)
 
     @staticmethod
     def range(*args) -> "Dataset":
@@ -216,8 +214,7 @@ class Dataset:
             out.append(Spec(s.dtype, TensorShape([known]).concatenate(padded)))
         spec = structure.pack(self._spec, out)
         drop = convert_to_tensor(bool(drop_remainder), _dtypes.bool, name="drop_remainder")
-        attrs = {"Toutput_types": [s.dtype for s in out], "output_shapes": [s.shape for s in out],
-                 "N": len(out), "parallel_copy": False}
+        attrs = {**_attrs(spec, "Toutput_types"), "N": len(out), "parallel_copy": False}
         return Dataset(gen.dataset_op("PaddedBatchDatasetV2", [self._variant_tensor, size, *shapes_in,
                                                                *values_in, drop], attrs), spec)
 
