@@ -30,7 +30,6 @@ from adplace.distributed.task import TaskError
 from adplace.framework import errors
 from adplace.placement import PlacementTable, Placer
 from adplace.runtime.feeds import feed_converter, feed_tensors
-from adplace.runtime.targets import no_session_factory
 from adplace.runtime.fetches import FetchMapper
 
 CONNECT_TIMEOUT_MS = 10_000
@@ -253,30 +252,3 @@ class ClusterSession:
                 actor.close_session.remote(self._session_id)
             except Exception:  # noqa: BLE001 - a task that is gone has nothing to close
                 pass
-
-
-class ClusterSessionFactory:
-    """The session factory of grpc:// targets (runtime/targets.py)."""
-
-    def open(self, target: bytes, graph, config) -> ClusterSession:
-        _require_ray(target, config)
-        return ClusterSession(target, graph, config)
-
-    def reset(self, target: bytes, containers, config) -> None:
-        """tf.Session.reset: every task of the cluster drops the variables of `containers` (all when None) and
-        closes its client sessions."""
-        _require_ray(target, config)
-        timeout_ms = config.operation_timeout_in_ms or CONNECT_TIMEOUT_MS
-        ray = ray_backend.connect()
-        master = find_actor(ray_backend.strip_scheme(target), timeout_ms)
-        for address in cluster_tasks(ray.get(master.cluster_dict.remote())).values():
-            ray.get(find_actor(address, timeout_ms).reset.remote(list(containers) if containers else None))
-
-
-def _require_ray(target: bytes, config) -> None:
-    """Without Ray, a grpc:// target is TF's NotFoundError (no factory for it), saying what to install."""
-    try:
-        ray_backend.ray_module()
-    except ImportError:
-        raise errors.NotFoundError(None, None, f"{no_session_factory(target, config).message} Ray is not installed: "
-                                   f"pip install 'adplace[distributed]'.") from None
