@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 import threading
 import time
 
@@ -29,26 +28,17 @@ from adplace.framework.importer import import_graph_def
 from adplace.lib import protos
 from adplace.runtime import options as _options
 from adplace.runtime.kernel_context import KernelContext
-from adplace.runtime.resources import ResourceManager, SessionResources, target_manager
+from adplace.runtime.resources import SessionResources, target_manager
 from adplace.runtime.session import BaseSession
 from adplace.runtime.variable_state import StepGate, VariableCell
 from adplace.runtime.waits import Waits
 
-_PRIVATE = re.compile(r"^_\d+_")  # kernels name a resource without shared_name "_<op id>_<op name>"
 _orders = itertools.count(1)
 
 
 class _ClientResources(SessionResources):
-    """A client session's resources on this task: private ones by op name (shared by its pieces), shared ones in the
-    task's target manager (shared by every client)."""
-
-    def __init__(self, target: bytes, own: ResourceManager):
-        super().__init__(target)
-        self._own = own
-
-    def lookup_or_create(self, container, name, shared, create, check):
-        return super().lookup_or_create(container, name if shared else _PRIVATE.sub("_", name), shared, create,
-                                        check)
+    """A client session's resources on this task: private ones (named by op, _PieceContext.resource_name, so shared
+    by its pieces), shared ones in the task's target manager (shared by every client)."""
 
     def close(self) -> None:
         """Drop the client session's private resources; shared ones stay on the task (TF's resource containers)
@@ -65,6 +55,12 @@ class _PieceContext(KernelContext):
         self.gate, self.steps = task.gate, task.gate.steps
         self.waits = Waits(self.steps, placement)
         self.resources = resources
+
+    @staticmethod
+    def resource_name(op, shared_name: str) -> str:
+        """Without a shared_name, a resource is named after its op alone: every piece of the client session that
+        makes it again (partition.py) finds the same one."""
+        return shared_name or f"_{op.name}"
 
     def variable(self, op) -> VariableCell:
         return self._task.variable(op.get_attr("container") if "container" in op._attrs else "", op.name,
@@ -128,7 +124,7 @@ class Task:
         with self._lock:
             resources, pieces = self._sessions.get(session_id) or (None, None)
             if resources is None:
-                resources = _ClientResources(self.target, ResourceManager())
+                resources = _ClientResources(self.target)
                 pieces = {}
                 self._sessions[session_id] = (resources, pieces)
             if key in pieces:

@@ -99,7 +99,7 @@ def _accumulator(op, ctx) -> Accumulator:
     acc_op = ref_variable(op.inputs[0])
     attrs = acc_op._attrs
     shared_name = attrs.get("shared_name") or ""
-    name = shared_name or f"_{acc_op._id}_{acc_op.name}"
+    name = ctx.resource_name(acc_op, shared_name)
     dtype = _dtypes.as_dtype(attrs["dtype"]).as_numpy_dtype
     shape = attrs.get("shape")
     dims = None if shape is None or shape.ndims is None else tuple(shape.as_tuple())

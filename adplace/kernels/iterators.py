@@ -101,7 +101,7 @@ def _lookup_or_create(op, ctx) -> IteratorResource:
     attrs = op._attrs
     dtypes, shapes = _types_and_shapes(op)
     shared_name = attrs.get("shared_name") or ""
-    name = shared_name or f"_{op._id}_{op.name}"
+    name = ctx.resource_name(op, shared_name)
     return ctx.resources.lookup_or_create(attrs.get("container") or "", name, bool(shared_name),
                                           lambda: IteratorResource(name, dtypes, shapes),
                                           lambda r: _check_same(r, op, dtypes))

@@ -70,7 +70,7 @@ def _creation(kind: str, make, extra=lambda attrs: []):
             shapes = None if shapes is None else [(), *shapes]
         capacity = _capacity(attrs)
         shared_name = attrs.get("shared_name") or ""
-        name = shared_name or f"_{op._id}_{op.name}"
+        name = ctx.resource_name(op, shared_name)
         handle = None
 
         def create() -> Queue:

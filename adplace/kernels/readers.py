@@ -49,7 +49,7 @@ def _creation(op, ctx):
     make = MAKERS[op.type]
     make(op)  # attrs checked when the plan is built, as TF's kernel constructor does
     shared_name = _text(op._attrs.get("shared_name") or "")
-    name = shared_name or f"_{op._id}_{op.name}"
+    name = ctx.resource_name(op, shared_name)
     handle = None
 
     def check(reader) -> None:

@@ -61,6 +61,12 @@ class KernelContext:
         the function's argument and captured values, it returns its outputs (runtime/functions.py)."""
         return self._functions.get(function)
 
+    @staticmethod
+    def resource_name(op, shared_name: str) -> str:
+        """The name of a resource op's resource in the session's store: its `shared_name`, else one private to the
+        op (TF's `_<n>_<op name>`; a cluster task names it after the op alone, distributed/task.py)."""
+        return shared_name or f"_{op._id}_{op.name}"
+
     def variable(self, op) -> VariableCell:
         """The cell of variable op `op` in this session (made when a plan first needs it)."""
         cell = self._cells.get(op._id)
