@@ -34,6 +34,7 @@ from adplace.kernels import cpu as _cpu_kernels  # noqa: F401 - constant, array,
 from adplace.kernels import math as _math_kernels  # noqa: F401 - elementwise, matmul, reduction, cast, ... kernels
 from adplace.kernels import state as _state_kernels  # noqa: F401 - variable and training-op kernels
 from adplace.kernels import scatter as _scatter_kernels  # noqa: F401 - Scatter*, SparseApply*, CountUpTo
+from adplace.kernels import ftrl as _ftrl_kernels  # noqa: F401 - ApplyFtrl*, SparseApplyFtrl*
 from adplace.kernels import conv as _conv_kernels  # noqa: F401 - registers the conv and pooling kernels
 from adplace.kernels import nn as _nn_kernels  # noqa: F401 - registers the nn ops' kernels
 from adplace.kernels import array as _array_kernels  # noqa: F401 - gather, one_hot, pad, ... kernels

@@ -279,6 +279,11 @@ environment variables:
                           the Ray cluster that sessions on grpc:// targets
                           and tf.train.Server use (default: a new local one
                           on 127.0.0.1)
+  ADPLACE_CPU_FUSION=0|1  fuse hot elementwise chains on the CPU into compiled
+                          Numba loops (needs adplace[jit]); 0 turns it off
+                          (default 1)
+  ADPLACE_CACHE_DIR=DIR   where fused CPU loops are cached (default
+                          $XDG_CACHE_HOME/adplace or ~/.cache/adplace)
   TF_FORCE_GPU_ALLOW_GROWTH=true
                           on a CUDA GPU, take memory as ops ask for it instead
                           of reserving the card up front, as TF does

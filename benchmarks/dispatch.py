@@ -46,6 +46,11 @@ import numpy as np
 
 import adplace as tf
 
+try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.dispatch
+    from peers.common import batch_ns
+except ImportError:  # pragma: no cover - the package-style import
+    from benchmarks.peers.common import batch_ns
+
 NS = 1e-9
 # Targets from the issue, and TF 1.x graph-mode ratios measured on a similar machine (reference only).
 TARGETS = {"trivial": 50.0, "chain1000": 1.1, "adam10": 3.0, "wide_matmul": 0.6, "ops_per_s": 300_000.0,
@@ -55,16 +60,7 @@ ADAM_ROW = "adam10"
 
 
 # --- timing helpers ---------------------------------------------------------------------------------------------------
-def _batch_ns(fn, calls: int) -> int:
-    """Wall time of `calls` calls of fn(), with the cyclic GC off for the sample."""
-    gc.disable()
-    try:
-        start = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        return time.perf_counter_ns() - start
-    finally:
-        gc.enable()
+_batch_ns = batch_ns  # wall time of `calls` calls of fn(), the cyclic GC off meanwhile (peers/common.py)
 
 
 def _calls_for(fn, target_s: float, cap: int) -> int:

@@ -102,7 +102,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 # the environment variables each --help must explain
 HELP_ENV_VARS = {"adplace": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS", "ADPLACE_PLAN_CACHE_SIZE",
                              "ADPLACE_RAY_ADDRESS", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_NUM_INTEROP_THREADS",
-                             "TF_NUM_INTRAOP_THREADS"],
+                             "TF_NUM_INTRAOP_THREADS", "ADPLACE_CPU_FUSION", "ADPLACE_CACHE_DIR"],
                  "devices": ["ADPLACE_VIRTUAL_GPUS"],
                  "demo": ["ADPLACE_VIRTUAL_GPUS", "ADPLACE_PROGRESS", "ADPLACE_RAY_ADDRESS"]}
 

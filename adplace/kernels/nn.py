@@ -64,25 +64,27 @@ def _bias_add(op, ctx):
     channels_first, xp = op._attrs["data_format"] == "NCHW", ctx.xp
 
     def bias_add(value, bias):
-        ndim = xp.ndim(value)
+        ndim = value.ndim
         if ndim < 2:
-            raise InvalidArgumentError(None, op, f"Input tensor must be at least 2D: {dims_text(xp.shape(value))}")
-        if xp.ndim(bias) != 1:
-            raise InvalidArgumentError(None, op, f"Biases must be 1D: {dims_text(xp.shape(bias))}")
+            raise InvalidArgumentError(None, op, f"Input tensor must be at least 2D: {dims_text(value.shape)}")
+        if bias.ndim != 1:
+            raise InvalidArgumentError(None, op, f"Biases must be 1D: {dims_text(bias.shape)}")
         channel_axis = 1 if channels_first else ndim - 1
-        if xp.shape(bias)[0] != xp.shape(value)[channel_axis]:
+        if bias.shape[0] != value.shape[channel_axis]:
             raise InvalidArgumentError(None, op, f"Must provide as many biases as the last dimension of the input "
-                                       f"tensor: {dims_text(xp.shape(bias))} vs. {dims_text(xp.shape(value))}")
+                                       f"tensor: {dims_text(bias.shape)} vs. {dims_text(value.shape)}")
         if channels_first:
             bias = xp.reshape(bias, (-1,) + (1,) * (ndim - 2))
         return xp.add(value, bias)
     return bias_add
 
 
-
 # --- Softmax, LogSoftmax --------------------------------------------------------------------------------------------
 def _shifted(xp, logits):
     """The logits minus each row's maximum, and log(sum(exp)) of the result, along the last axis."""
+    if xp is np:  # the ufuncs' reduce: the same values as np.max/np.sum without their Python wrappers
+        shifted = logits - np.maximum.reduce(logits, axis=-1, keepdims=True)
+        return shifted, np.log(np.add.reduce(np.exp(shifted), axis=-1, keepdims=True))
     shifted = logits - xp.max(logits, axis=-1, keepdims=True)
     return shifted, xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
 
@@ -112,24 +114,28 @@ def _xent(op, ctx):
     xp = ctx.xp
 
     def xent(logits, labels):
-        try:
-            shape = np.broadcast_shapes(logits.shape, labels.shape)
-        except ValueError:
-            raise InvalidArgumentError(None, op, f"logits and labels must be broadcastable: logits_size="
-                                       f"{dims_text(logits.shape)} labels_size={dims_text(labels.shape)}") from None
+        shape = logits.shape
+        if labels.shape != shape:
+            try:
+                shape = np.broadcast_shapes(shape, labels.shape)
+            except ValueError:
+                raise InvalidArgumentError(None, op, f"logits and labels must be broadcastable: logits_size="
+                                           f"{dims_text(logits.shape)} labels_size={dims_text(labels.shape)}") \
+                    from None
+            logits, labels = xp.broadcast_to(logits, shape), xp.broadcast_to(labels, shape)
         if len(shape) != 2:
             raise InvalidArgumentError(None, op, "logits and labels must be either 2-dimensional, or broadcasted to "
                                        "be 2-dimensional")
         if shape[1] == 0:
             raise InvalidArgumentError(None, op, "Must have at least one class, but got 0 classes")
-        logits, labels = xp.broadcast_to(logits, shape), xp.broadcast_to(labels, shape)
         if logits.size == 0:
             return xp.zeros(shape[:1], logits.dtype), xp.zeros(shape, logits.dtype)
         shifted, log_sum = _shifted(xp, logits)
-        probs = xp.exp(shifted - log_sum)
         loss = xp.sum(labels * (log_sum - shifted), axis=-1)
+        probs = shifted - log_sum  # fresh arrays this kernel owns: exp and the backprop are written in place
+        xp.exp(probs, out=probs)
         if logits.dtype != np.float64:
-            return loss, probs - labels
+            return loss, xp.subtract(probs, labels, out=probs)
         return loss, _precise_backprop(xp, shifted, probs, labels)
     return xent
 

@@ -21,8 +21,9 @@ from adplace.framework.tensor_shape import dims_text
 from adplace.kernels.gpu import to_host
 from adplace.kernels.repeated_index import in_rounds, rounds, ufunc_at
 from adplace.kernels.registration import GPU_FLOAT, GPU_FLOATING, NO_GPU, kernel
-from adplace.kernels.state import (_adadelta, _adagrad, _centered_rms_prop, _holding, _momentum, _rms_prop,
-                                   _training_kernel, _uninitialized, storing_kernel)
+from adplace.kernels.state import (_adadelta, _adadelta_into, _adagrad, _adagrad_into, _centered_rms_prop,
+                                   _centered_rms_prop_into, _holding, _momentum, _momentum_into, _rms_prop,
+                                   _rms_prop_into, _training_kernel, _uninitialized, storing_kernel)
 
 _MIN_MAX_TYPES = frozenset({_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64, _dtypes.int32,
                             _dtypes.int64})
@@ -200,15 +201,15 @@ def _rows_of(n_refs: int, grad_at: int, indices_at: int):
     return by_rows
 
 
-for _op_type, _refs, _values, _update in (
-        ("SparseApplyMomentum", ("var", "accum"), ("lr", "grad", "indices", "momentum"), _momentum),
-        ("SparseApplyAdagrad", ("var", "accum"), ("lr", "grad", "indices"), _adagrad),
+for _op_type, _refs, _values, _update, _fused in (
+        ("SparseApplyMomentum", ("var", "accum"), ("lr", "grad", "indices", "momentum"), _momentum, _momentum_into),
+        ("SparseApplyAdagrad", ("var", "accum"), ("lr", "grad", "indices"), _adagrad, _adagrad_into),
         ("SparseApplyAdadelta", ("var", "accum", "accum_update"), ("lr", "rho", "epsilon", "grad", "indices"),
-         _adadelta),
+         _adadelta, _adadelta_into),
         ("SparseApplyRMSProp", ("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad", "indices"),
-         _rms_prop),
+         _rms_prop, _rms_prop_into),
         ("SparseApplyCenteredRMSProp", ("var", "mg", "ms", "mom"),
-         ("lr", "rho", "momentum", "epsilon", "grad", "indices"), _centered_rms_prop)):
+         ("lr", "rho", "momentum", "epsilon", "grad", "indices"), _centered_rms_prop, _centered_rms_prop_into)):
     _by_rows = _rows_of(len(_refs), _values.index("grad"), _values.index("indices"))
     kernel(_op_type, GPU_FLOAT | {_dtypes.bfloat16}, GPU_FLOAT)(_training_kernel(_refs, _values, _update,
-                                                                                 by_rows=_by_rows))
+                                                                                 by_rows=_by_rows, fused=_fused))

@@ -7,11 +7,13 @@ from __future__ import annotations
 import functools
 import time
 
+import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import FailedPreconditionError, InvalidArgumentError
 from adplace.framework.operation import ref_variable
 from adplace.framework.tensor_shape import dims_text
+from adplace.kernels import fused_updates
 from adplace.kernels.registration import GPU_FLOAT, GPU_VARIABLE, kernel
 
 
@@ -114,49 +116,89 @@ def _initialized_value(op, ctx):
 
 
 # --- training_ops ---------------------------------------------------------------------------------------------------
-def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: str = "grad", by_rows=None):
+def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: str = "grad", by_rows=None,
+                     fused=None, scalar_rules: dict | None = None):
     """A training-op kernel (ApplyAdam, ...): check the var/slot cells and the inputs as training_ops.cc does, compute
-    `update(xp, attrs, *ref_values, *values) -> new ref values` with the device's array module, then store the new
+    `update(xp, attrs, *ref values, *values) -> new ref values` with the device's array module, then store the new
     arrays, as `storing_kernel` does. A sparse op (SparseApplyAdagrad, ...) passes `by_rows(xp, op, step) -> step`,
     which applies the dense step to the rows its `indices` input names and checks the gradient's shape itself.
-    Returns the variable's new value."""
+
+    With `fused(attrs, outs, *ref values, *values)`, the same update written as NumPy `out=` calls into `outs` (one
+    fresh array per ref, never an input), a dense NumPy kernel (not bfloat16) computes into buffers its cells
+    recycle (`VariableCell.take_spare`: the arrays the previous step replaced, once nothing refers to them), so a
+    step allocates at most a scratch array; a sparse one runs it on the gathered rows. `scalar_rules` maps a scalar
+    input to (error text, test of its value) where TF checks more than the rank (FTRL: "lr is not a positive
+    scalar"). Returns the variable's new value."""
     n_refs = len(ref_names)
     grad_at = value_names.index(grad_name)
-    scalars = tuple((i, arg) for i, arg in enumerate(value_names) if arg not in (grad_name, "indices"))
+    rules = scalar_rules or {}
+    scalars = tuple((i, *rules.get(arg, (f"{arg} is not a scalar", None))) for i, arg in enumerate(value_names)
+                    if arg not in (grad_name, "indices"))
     same_shape_names = ref_names[1:] + ((grad_name,) if by_rows is None else ())
 
     def factory(op, ctx):
         ref_ops = [ref_variable(t) for t in op._inputs[:n_refs]]
         xp = ctx.xp
-        step = functools.partial(update, xp, op._attrs)
-        if op._attrs["T"] is _dtypes.bfloat16:  # NumPy promotes bfloat16 * 0.5 to float32: store bfloat16 again
+        bfloat16 = op._attrs["T"] is _dtypes.bfloat16
+        in_place = fused is not None and xp is np and not bfloat16
+        if in_place and by_rows is None:
+            step = functools.partial(fused, op._attrs)
+        elif in_place:
+            step = functools.partial(_into_new, functools.partial(fused, op._attrs), n_refs)
+        else:
+            step = functools.partial(update, xp, op._attrs)
+        if bfloat16:  # NumPy promotes bfloat16 * 0.5 to float32: store bfloat16 again
             step = functools.partial(_rounded_to, _dtypes.bfloat16.as_numpy_dtype, step)
         if by_rows is not None:
             step = by_rows(xp, op, step)
 
-        def new_values(olds, values, targets=None):
+        def checked(olds, values):
             for var_op, old in zip(ref_ops, olds):
                 if old is None:
                     raise FailedPreconditionError(None, op, f"Attempting to use uninitialized variables: {var_op.name}")
-            for i, arg in scalars:
-                if xp.ndim(values[i]) != 0:
-                    raise InvalidArgumentError(None, op, f"{arg} is not a scalar: {dims_text(xp.shape(values[i]))}")
+            for i, text, valid in scalars:
+                if xp.ndim(values[i]) != 0 or (valid is not None and not valid(values[i])):
+                    raise InvalidArgumentError(None, op, f"{text}: {dims_text(xp.shape(values[i]))}")
             var_shape = xp.shape(olds[0])
             for arg, value in zip(same_shape_names, olds[1:] + [values[grad_at]]):
                 if xp.shape(value) != var_shape:
                     raise InvalidArgumentError(None, op, f"var and {arg} do not have the same shape"
                                                f"{dims_text(var_shape)} {dims_text(xp.shape(value))}")
-            return step(*olds, *values) if by_rows is None else step(targets, *olds, *values)
-        return storing_kernel(op, ctx, ref_ops, new_values, rows=by_rows is not None)
+
+        if by_rows is not None:
+            def new_rows(olds, values, targets):
+                checked(olds, values)
+                return step(targets, *olds, *values)
+            return storing_kernel(op, ctx, ref_ops, new_rows, rows=True)
+        if in_place:
+            def new_in_place(olds, values, buffers):
+                checked(olds, values)
+                return step(buffers(olds), *olds, *values)
+            return storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
+
+        def new_values(olds, values):
+            checked(olds, values)
+            return step(*olds, *values)
+        return storing_kernel(op, ctx, ref_ops, new_values)
     return factory
 
 
-def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False):
+def _into_new(fused, n_refs: int, *olds_and_values) -> tuple:
+    """`fused` computing into fresh arrays (a sparse op's gathered rows)."""
+    return fused([np.empty_like(old) for old in olds_and_values[:n_refs]], *olds_and_values)
+
+
+def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False, recycle: bool = False):
     """The kernel of an op that rewrites variables: `new_values(old values, inputs) -> new arrays`, one per variable
     of `ref_ops`, stored journaled (a failed step is undone) as new arrays, not written in place (fetched values may
-    alias them; row writes, below, are the exception). With `use_locking` every variable's lock is held, in the cells' global order, from the first read to the
-    last store (TF's MaybeLockVariableInputMutexesInOrder); without it each store is whole but updates may race
-    (Hogwild). Returns the first variable's new value.
+    alias them; row writes, below, are the exception). With `use_locking` every variable's lock is held, in the
+    cells' global order, from the first read to the last store (TF's MaybeLockVariableInputMutexesInOrder); without
+    it each store is whole but updates may race (Hogwild). Returns the first variable's new value.
+
+    A recycling write (`recycle=True`: the fused training kernels) is called as `new_values(olds, inputs, buffers)`,
+    `buffers(olds)` giving one array per variable to compute its new value into: the array the variable's previous
+    store replaced when nothing else refers to it (`VariableCell.take_spare`), else a new one. The journal keeps the
+    old values, as for any store, so nothing is copied and an undo finds them intact.
 
     A row write (`rows=True`: Scatter*, SparseApply*) is called as `new_values(olds, inputs, targets)` and asks
     `targets[i](old, rows, view_shape)` for the array to write variable i's rows into: the stored array itself when
@@ -166,11 +208,27 @@ def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False):
     steps = ctx.steps
     if rows or _use_locking(op, default=False):
         locks = [cell.lock for cell in sorted(set(cells), key=_cell_order)]
-        update = ctx.write_rows if rows else _update_cells
+        if rows:
+            update = ctx.write_rows
+        elif recycle:
+            update = functools.partial(_update_cells, buffers=functools.partial(_buffers, cells, _spare_held))
+        else:
+            update = _update_cells
 
         def apply_locked(*values):
             return _holding(locks, update, cells, new_values, values, steps.slot.journal)
         return apply_locked
+
+    if recycle:
+        buffers = functools.partial(_buffers, cells, _spare)
+
+        def apply_recycling(*values):
+            news = new_values([cell.read() for cell in cells], values, buffers)
+            journal = steps.slot.journal
+            for cell, new in zip(cells, news):
+                cell.write(new, journal, True)
+            return news[0]
+        return apply_recycling
 
     def apply(*values):
         news = new_values([cell.read() for cell in cells], values)
@@ -181,14 +239,35 @@ def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False):
     return apply
 
 
+def _spare_held(cell, like):
+    return cell.take_spare(like)  # the caller holds the cell's lock
+
+
+def _spare(cell, like):
+    return cell.spare_for(like)
+
+
+def _buffers(cells: list, take, olds: list) -> list:
+    """One output array per variable: its cell's spare (`take(cell, old)`) or a new array like its old value."""
+    out = []
+    for cell, old in zip(cells, olds):
+        spare = take(cell, old)
+        out.append(np.empty_like(old) if spare is None else spare)
+    return out
+
+
 def _cell_order(cell) -> int:
     return cell.order
 
 
-def _update_cells(cells: list, new_values, values, journal):
-    news = new_values([cell.value for cell in cells], values)
+def _update_cells(cells: list, new_values, values, journal, buffers=None):
+    if buffers is None:
+        news = new_values([cell.value for cell in cells], values)
+    else:
+        news = new_values([cell.value for cell in cells], values, buffers)
+    recycle = buffers is not None
     for cell, new in zip(cells, news):
-        cell.store(new, journal)
+        cell.store(new, journal, recycle)
     return news[0]
 
 
@@ -252,14 +331,130 @@ def _adadelta(xp, attrs, var, accum, accum_update, lr, rho, epsilon, grad):
     return var - update * lr, accum, accum_update * rho + update * update * (1 - rho)
 
 
-for _op_type, _refs, _values, _update, _grad in (
-        ("ApplyGradientDescent", ("var",), ("alpha", "delta"), _gradient_descent, "delta"),
-        ("ApplyMomentum", ("var", "accum"), ("lr", "grad", "momentum"), _momentum, "grad"),
+# The same updates as NumPy `out=` calls into `out` (one array per ref, none of them an input), in the reference
+# expressions' order of operations (so float results are equal), with at most one scratch array.
+def _gradient_descent_into(attrs, out, var, alpha, delta):
+    new_var = np.multiply(delta, alpha, out=out[0])
+    return (np.subtract(var, new_var, out=new_var),)
+
+
+def _momentum_into(attrs, out, var, accum, lr, grad, momentum):
+    new_var, new_accum = out
+    np.multiply(accum, momentum, out=new_accum)
+    new_accum += grad
+    if attrs.get("use_nesterov"):
+        scratch = np.multiply(grad, lr)
+        np.multiply(new_accum, momentum, out=new_var)
+        new_var *= lr
+        scratch += new_var
+        return np.subtract(var, scratch, out=new_var), new_accum
+    np.multiply(new_accum, lr, out=new_var)
+    return np.subtract(var, new_var, out=new_var), new_accum
+
+
+def _adam_into(attrs, out, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    new_var, new_m, new_v = out
+    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    _toward(new_m, m, np.subtract(grad, m, out=new_m), 1 - beta1)
+    _toward(new_v, v, _squared_minus(new_v, grad, v), 1 - beta2)
+    if attrs.get("use_nesterov"):
+        scratch = np.multiply(grad, 1 - beta1)
+        scratch += np.multiply(new_m, beta1, out=new_var)
+        scratch *= alpha
+    else:
+        scratch = np.multiply(new_m, alpha)
+    np.sqrt(new_v, out=new_var)
+    new_var += epsilon
+    scratch /= new_var
+    return np.subtract(var, scratch, out=new_var), new_m, new_v
+
+
+def _toward(out, old, difference, rate):
+    """out = old + difference * rate, `difference` being `out` itself (the moving averages' step)."""
+    difference *= rate
+    return np.add(old, difference, out=out)
+
+
+def _squared_minus(out, grad, old):
+    np.multiply(grad, grad, out=out)
+    return np.subtract(out, old, out=out)
+
+
+def _momentum_step(new_var, new_mom, var, mom, momentum, lr, grad):
+    """RMSProp's tail, new_var holding the denominator d: mom = mom * momentum + grad * lr / d; var -= mom."""
+    scratch = np.multiply(grad, lr)
+    scratch /= new_var
+    np.multiply(mom, momentum, out=new_mom)
+    new_mom += scratch
+    np.subtract(var, new_mom, out=new_var)
+
+
+def _rms_prop_into(attrs, out, var, ms, mom, lr, rho, momentum, epsilon, grad):
+    new_var, new_ms, new_mom = out
+    _toward(new_ms, ms, _squared_minus(new_ms, grad, ms), 1 - rho)
+    np.add(new_ms, epsilon, out=new_var)
+    np.sqrt(new_var, out=new_var)
+    _momentum_step(new_var, new_mom, var, mom, momentum, lr, grad)
+    return new_var, new_ms, new_mom
+
+
+def _centered_rms_prop_into(attrs, out, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    new_var, new_mg, new_ms, new_mom = out
+    _toward(new_ms, ms, _squared_minus(new_ms, grad, ms), 1 - rho)
+    _toward(new_mg, mg, np.subtract(grad, mg, out=new_mg), 1 - rho)
+    np.multiply(new_mg, new_mg, out=new_var)
+    np.subtract(new_ms, new_var, out=new_var)
+    new_var += epsilon
+    np.sqrt(new_var, out=new_var)
+    _momentum_step(new_var, new_mom, var, mom, momentum, lr, grad)
+    return new_var, new_mg, new_ms, new_mom
+
+
+def _adagrad_into(attrs, out, var, accum, lr, grad):
+    new_var, new_accum = out
+    if attrs.get("update_slots", True):
+        np.multiply(grad, grad, out=new_accum)
+        np.add(accum, new_accum, out=new_accum)
+    else:
+        new_accum = accum
+    scratch = np.multiply(grad, lr)
+    scratch /= np.sqrt(new_accum, out=new_var)
+    return np.subtract(var, scratch, out=new_var), new_accum
+
+
+def _adadelta_into(attrs, out, var, accum, accum_update, lr, rho, epsilon, grad):
+    new_var, new_accum, new_update = out
+    np.multiply(accum, rho, out=new_accum)
+    scratch = np.multiply(grad, grad)
+    scratch *= 1 - rho
+    new_accum += scratch
+    np.add(accum_update, epsilon, out=scratch)
+    np.sqrt(scratch, out=scratch)
+    np.add(new_accum, epsilon, out=new_var)
+    scratch /= np.sqrt(new_var, out=new_var)
+    scratch *= grad  # the update
+    np.multiply(scratch, lr, out=new_var)
+    np.subtract(var, new_var, out=new_var)
+    scratch *= scratch
+    scratch *= 1 - rho
+    np.multiply(accum_update, rho, out=new_update)
+    new_update += scratch
+    return new_var, new_accum, new_update
+
+
+for _op_type, _refs, _values, _update, _fused, _grad in (
+        ("ApplyGradientDescent", ("var",), ("alpha", "delta"), _gradient_descent, _gradient_descent_into, "delta"),
+        ("ApplyMomentum", ("var", "accum"), ("lr", "grad", "momentum"), _momentum,
+         fused_updates.compiled_momentum(_momentum_into), "grad"),
         ("ApplyAdam", ("var", "m", "v"), ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"),
-         _adam, "grad"),
-        ("ApplyRMSProp", ("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"), _rms_prop, "grad"),
+         _adam, fused_updates.compiled_adam(_adam_into), "grad"),
+        ("ApplyRMSProp", ("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"), _rms_prop,
+         fused_updates.compiled_rms_prop(_rms_prop_into), "grad"),
         ("ApplyCenteredRMSProp", ("var", "mg", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"),
-         _centered_rms_prop, "grad"),
-        ("ApplyAdagrad", ("var", "accum"), ("lr", "grad"), _adagrad, "grad"),
-        ("ApplyAdadelta", ("var", "accum", "accum_update"), ("lr", "rho", "epsilon", "grad"), _adadelta, "grad")):
-    kernel(_op_type, GPU_FLOAT | {_dtypes.bfloat16}, GPU_FLOAT)(_training_kernel(_refs, _values, _update, _grad))
+         _centered_rms_prop, _centered_rms_prop_into, "grad"),
+        ("ApplyAdagrad", ("var", "accum"), ("lr", "grad"), _adagrad, fused_updates.compiled_adagrad(_adagrad_into),
+         "grad"),
+        ("ApplyAdadelta", ("var", "accum", "accum_update"), ("lr", "rho", "epsilon", "grad"), _adadelta,
+         _adadelta_into, "grad")):
+    kernel(_op_type, GPU_FLOAT | {_dtypes.bfloat16}, GPU_FLOAT)(_training_kernel(_refs, _values, _update, _grad,
+                                                                                 fused=_fused))

@@ -66,9 +66,9 @@ def _loop_cond(inputs, attrs, name):
     return [(_dtypes.bool, SCALAR)]
 
 
-register_op("Switch", _switch("Switch"))
+register_op("Switch", _switch("Switch"), is_view=True)  # outputs are its input: fetches copy
 register_op("RefSwitch", _switch("RefSwitch"), ref_inputs=(0,))
-register_op("Merge", _merge("Merge"))
+register_op("Merge", _merge("Merge"), is_view=True)
 for _name in ("Enter", "Exit", "NextIteration"):
     register_op(_name, _forward, is_view=True)
 register_op("RefEnter", _forward, ref_inputs=(0,))  # a variable used in a loop body (RefMerge, RefExit and

@@ -270,7 +270,7 @@ def _slice_op_infer(inputs, attrs, name):
     return [(x._dtype.base_dtype, TensorShape(out))]
 
 
-register_op("Slice", _slice_op_infer)
+register_op("Slice", _slice_op_infer, is_view=True)  # a NumPy view: fetches copy
 
 
 def slice_(input_, begin, size, name: str | None = None) -> Tensor:
@@ -393,7 +393,7 @@ def _reverse_infer(inputs, attrs, name):
     return [(x._dtype.base_dtype, x._shape)]
 
 
-register_op("ReverseV2", _reverse_infer)
+register_op("ReverseV2", _reverse_infer, is_view=True)
 
 
 def reverse(tensor, axis, name: str | None = None) -> Tensor:

@@ -1,6 +1,7 @@
 """The fused optimizer updates of TF1 (tensorflow/core/ops/training_ops.cc): ApplyGradientDescent, ApplyMomentum,
-ApplyAdam, ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad, ApplyAdadelta, and the sparse forms SparseApplyMomentum,
-SparseApplyAdagrad, SparseApplyAdadelta, SparseApplyRMSProp and SparseApplyCenteredRMSProp.
+ApplyAdam, ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad, ApplyAdadelta, ApplyFtrl, ApplyFtrlV2, and the sparse
+forms SparseApplyMomentum, SparseApplyAdagrad, SparseApplyAdadelta, SparseApplyRMSProp, SparseApplyCenteredRMSProp,
+SparseApplyFtrl and SparseApplyFtrlV2.
 
 Each op takes the variable and its slots by reference (so the placer keeps it on the variable's device), the
 hyper-parameters as scalars and the gradient with the variable's shape; it updates the variable and slots in place
@@ -85,6 +86,13 @@ _register_training_op("ApplyCenteredRMSProp", ("var", "mg", "ms", "mom", "lr", "
                                                "grad"), 4)
 _register_training_op("ApplyAdagrad", ("var", "accum", "lr", "grad"), 2)
 _register_training_op("ApplyAdadelta", ("var", "accum", "accum_update", "lr", "rho", "epsilon", "grad"), 3)
+_register_training_op("ApplyFtrl", ("var", "accum", "linear", "grad", "lr", "l1", "l2", "lr_power"), 3)
+_register_training_op("ApplyFtrlV2", ("var", "accum", "linear", "grad", "lr", "l1", "l2", "l2_shrinkage",
+                                      "lr_power"), 3)
+_register_training_op("SparseApplyFtrl", ("var", "accum", "linear", "grad", "indices", "lr", "l1", "l2",
+                                          "lr_power"), 3)
+_register_training_op("SparseApplyFtrlV2", ("var", "accum", "linear", "grad", "indices", "lr", "l1", "l2",
+                                            "l2_shrinkage", "lr_power"), 3)
 _register_training_op("SparseApplyMomentum", ("var", "accum", "lr", "grad", "indices", "momentum"), 2)
 _register_training_op("SparseApplyAdagrad", ("var", "accum", "lr", "grad", "indices"), 2)
 _register_training_op("SparseApplyAdadelta", ("var", "accum", "accum_update", "lr", "rho", "epsilon", "grad",
@@ -196,3 +204,41 @@ def sparse_apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon,
     """ApplyCenteredRMSProp on the rows `indices` of var, mg, ms and mom, row i of grad for row indices[i]."""
     return _apply("SparseApplyCenteredRMSProp", [var, mg, ms, mom], [lr, rho, momentum, epsilon, grad, indices],
                   {"use_locking": use_locking}, name, indices_at=5)
+
+
+def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking: bool = False,
+               multiply_linear_by_lr: bool = False, name: str | None = None) -> Tensor:
+    """FTRL-proximal: accum += grad**2; linear += grad - (accum**-lr_power change) / lr * var; var = the
+    l1/l2-regularised minimiser of linear (0 where |linear| <= l1)."""
+    return _apply("ApplyFtrl", [var, accum, linear], [grad, lr, l1, l2, lr_power],
+                  _ftrl_attrs(use_locking, multiply_linear_by_lr), name)
+
+
+def apply_ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking: bool = False,
+                  multiply_linear_by_lr: bool = False, name: str | None = None) -> Tensor:
+    """ApplyFtrl with an L2 shrinkage penalty: linear moves by grad + 2 * l2_shrinkage * var instead of grad."""
+    return _apply("ApplyFtrlV2", [var, accum, linear], [grad, lr, l1, l2, l2_shrinkage, lr_power],
+                  _ftrl_attrs(use_locking, multiply_linear_by_lr), name)
+
+
+def sparse_apply_ftrl(var, accum, linear, grad, indices, lr, l1, l2, lr_power, use_locking: bool = False,
+                      multiply_linear_by_lr: bool = False, name: str | None = None) -> Tensor:
+    """ApplyFtrl on the rows `indices` of var, accum and linear, row i of grad for row indices[i]."""
+    return _apply("SparseApplyFtrl", [var, accum, linear], [grad, indices, lr, l1, l2, lr_power],
+                  _ftrl_attrs(use_locking, multiply_linear_by_lr), name, indices_at=1)
+
+
+def sparse_apply_ftrl_v2(var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power,
+                         use_locking: bool = False, multiply_linear_by_lr: bool = False,
+                         name: str | None = None) -> Tensor:
+    """ApplyFtrlV2 on the rows `indices` of var, accum and linear, row i of grad for row indices[i]."""
+    return _apply("SparseApplyFtrlV2", [var, accum, linear], [grad, indices, lr, l1, l2, l2_shrinkage, lr_power],
+                  _ftrl_attrs(use_locking, multiply_linear_by_lr), name, indices_at=1)
+
+
+def _ftrl_attrs(use_locking: bool, multiply_linear_by_lr: bool) -> dict:
+    """TF 1.15's FTRL ops have no multiply_linear_by_lr attr (TF 2.x's default it to False): set only when True."""
+    attrs = {"use_locking": use_locking}
+    if multiply_linear_by_lr:
+        attrs["multiply_linear_by_lr"] = True
+    return attrs

@@ -66,7 +66,7 @@ def make_callable(session, fetches, feed_list=None, accept_options: bool = False
             values = values.values() if flatten is None else flatten(values)
         else:
             values = feed_args
-        feeds = [convert(value) for convert, value in zip(compiled.feed_converters, values)]
+        feeds = compiled.convert(values)
         if options is not None or run_metadata is not None or session._timeout_ms:
             return session._execute_observed(compiled.plan, feeds, compiled.build, options, run_metadata)
         return session._execute(compiled.plan, feeds, compiled.build)

@@ -8,6 +8,7 @@ large plans run in a tight interpreter loop, and switch to straight-line code on
 """
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import Callable, NamedTuple
@@ -17,6 +18,7 @@ import numpy as np
 from adplace.framework import errors
 from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.kernels.cpu import unfed_placeholder_error
+from adplace.runtime import constant_folding as _constant_folding
 from adplace.runtime import control_flow as _control_flow
 from adplace.runtime import fusion as _fusion
 
@@ -118,7 +120,11 @@ class Plan:
         self.num_transfers, self.has_writes = len(transfer_at), has_writes
         self.feed_tensors: list = []
         self.fetch_via: dict = {}      # fetch index -> converter, for fetches living on a CUDA device
-        self.fused: dict = {}          # step index -> names of the ops a fused GPU kernel computes
+        self.fused: dict = {}          # step index -> names of the ops a fused kernel computes (runtime/fusion.py)
+        self.fuse_on_cpu = False       # its CPU chains may fuse when it is hot (no dead-value tracking, not a loop's)
+        self.folded_ops: list = []     # ops computed when the plan was built (runtime/constant_folding.py)
+        self.keyed_ops: list = []      # ops computed once per shape of the run-time values they read (same)
+        self.folded_nodes: list = []   # (op, device, stored values or None) of those whose steps were dropped
         self.mode = "sequential"       # or "parallel" (set by the session's StepRunner)
         self.parallel_run = None       # the threaded runner, when mode is "parallel"
         self.prediction = None         # (measured sequential ns, predicted parallel ns) when the cost model ran
@@ -153,12 +159,36 @@ class Plan:
         if self._code is None and len(self.kernels) <= CODEGEN_MAX_STEPS:
             self.fn = self.sequential = self._compile()
 
+    def with_steps(self, lists: tuple, transfer_at: dict, fused: dict) -> "Plan":
+        """A copy of this plan running other step lists (kernels, ins, outs, ops, devices) over the same slots, its
+        frees scheduled and its runner built (CPU fusion's fused steps, swapped in by `adopt`)."""
+        other = copy.copy(self)
+        other.kernels, other.ins, other.outs, other.ops, other.devices = lists
+        other.frees = [_NOTHING] * len(other.kernels)
+        other._transfer_at, other.fused = transfer_at, fused
+        other.transfers = tuple(transfer_at[i] for i in sorted(transfer_at))
+        _schedule_frees(other, set(self.fetch_slots))  # as compile_plan does
+        other._code = None
+        other.fn = other.sequential = other._interpreter()
+        other.tier_up()
+        return other
+
+    _STEP_STATE = ("kernels", "ins", "outs", "ops", "devices", "frees", "_transfer_at", "transfers", "fused", "_code",
+                   "_first_line", "sequential", "fn")
+
+    def adopt(self, other: "Plan") -> None:
+        """Take `other`'s steps and runner in one dict update: a run in another thread sees either all old or all
+        new (a run already under way keeps the runner it started with)."""
+        vars(self).update({name: vars(other)[name] for name in self._STEP_STATE})
+
     def _fetch_expr(self, i: int, slot: int) -> str:
         if self.raw_fetches and i not in self.dead_fetches:
             return f"v{slot}"
         if i in self.fetch_via or i in self.dead_fetches:
             return f"f{i}(v{slot})"
-        return f"{'_fetch_copy' if self.fetch_copies[i] else '_fetch_value'}(v{slot})"
+        if self.fetch_copies[i]:
+            return f"_fetch_copy(v{slot})"
+        return f"(v{slot}[()] if type(v{slot}) is _ndarray and v{slot}.ndim == 0 else v{slot})"  # _fetch_value, inline
 
     def _converter(self, i: int) -> Callable:
         """How fetch `i` leaves the run: downloaded from a GPU, copied, unwrapped from 0-d, or as it is (a loop
@@ -175,7 +205,7 @@ class Plan:
         lines = ["def run(feeds):"]
         if self.feed_slots:
             lines.append(f"    {', '.join(f'v{s}' for s in self.feed_slots)}, = feeds")
-        namespace = {"_fetch_value": _fetch_value, "_fetch_copy": _fetch_copy,
+        namespace = {"_ndarray": np.ndarray, "_fetch_copy": _fetch_copy,
                      **{f"f{i}": self._converter(i) for i in (*self.fetch_via, *self.dead_fetches)}}
         self._first_line = len(lines) + 1
         for i, (kernel, ins, outs, frees) in enumerate(zip(self.kernels, self.ins, self.outs, self.frees)):
@@ -277,7 +307,8 @@ class Plan:
         loop's step, the step of the loop's predicate or body that raised it."""
         step = self._own_failed_step(exc)
         if step is not None:
-            for sub in (getattr(step.kernel, "cond_plan", None), getattr(step.kernel, "body_plan", None)):
+            for sub in (getattr(step.kernel, "cond_plan", None), getattr(step.kernel, "body_plan", None),
+                        getattr(step.kernel, "memo", None)):  # a loop's sub-plans; the steps a memo replaces
                 inner = None if sub is None else sub.failed_step(exc)
                 if inner is not None:
                     return inner
@@ -430,6 +461,11 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
                 dead_fetches[len(fetch_slots)] = element.name
             fetch_slots.append(slot)
             fetch_copies.append(not is_fed and element._op._op_def.is_view)
+    folded_ops, keyed_ops, folded_nodes = [], [], []
+    if frame == () and ctx.fold_constants:  # a loop's sub-plans run in its frame: nothing there is folded
+        fetched_ops = {getattr(e, "_op", e)._id for e in fetch_elements}  # fetched ops run, as grappler keeps them
+        transfer_at, folded_ops, keyed_ops, folded_nodes = _constant_folding.fold(
+            (kernels, ins, outs, step_ops, step_devices), transfer_at, fetched_ops, dead)
     fused: dict = {}
     if ctx.fuse_elementwise and ctx.cuda_states and dead is None:
         transfer_at, fused = _fusion.fuse((kernels, ins, outs, step_ops, step_devices), transfer_at,
@@ -437,6 +473,8 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     plan = Plan(kernels, ins, outs, step_ops, step_devices, transfer_at, len(where), feed_slots, fetch_slots,
                 fetch_copies, has_writes)
     plan.fused = fused
+    plan.fuse_on_cpu = dead is None and frame == ()
+    plan.folded_ops, plan.keyed_ops, plan.folded_nodes = folded_ops, keyed_ops, folded_nodes
     plan.feed_tensors = feed_tensors
     plan.raw_fetches = frame != ()
     plan.dead_fetches = dead_fetches

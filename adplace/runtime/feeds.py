@@ -1,4 +1,4 @@
-"""Feed values: what Session.run accepts for a fed tensor, converted once per run into an owned array.
+"""Feed values: what Session.run accepts for a fed tensor, converted once per run into an array the plan may use.
 
 TF's rules (session.py `_run`): no Tensors as values, a Python int must fit the tensor's dtype (TypeError), the value
 is converted with `np.asarray(value, dtype)` (NumPy's TypeError/ValueError), and its shape must be compatible with
@@ -9,7 +9,9 @@ imaginary part) are TypeErrors, and a non-string element fed to a string tensor 
 is described by its shape and dtype (or length), never printed.
 
 The converter runs once per fed value per run, so the common feed (an ndarray) takes a few cheap checks and one
-`astype`; everything that is diagnosed happens off that path.
+`astype`; everything that is diagnosed happens off that path. Where the plan cannot let a fed array escape (it is
+not fetched as it is, nor kept by a stateful op: `borrowable_feeds`), an ndarray of the tensor's exact dtype and
+shape is not even copied.
 
 Feed keys are resolved once per feed signature (`feed_tensors`): a Tensor, a name (str or bytes), a composite (a
 SparseTensor fed a SparseTensorValue or an (indices, values, dense_shape) tuple), or a nested tuple of them whose value
@@ -21,6 +23,8 @@ is a nested tuple of the same structure (TF's `nest.flatten_dict_items`):
 from __future__ import annotations
 
 import reprlib
+import threading
+import weakref
 from collections.abc import Mapping
 from typing import Callable
 
@@ -175,8 +179,13 @@ def _string_converter(tensor: Tensor) -> Callable:
     return convert
 
 
-def feed_converter(tensor: Tensor) -> Callable:
-    """A function turning a fed value into an owned array of the tensor's dtype, checking its static shape."""
+def feed_converter(tensor: Tensor, borrow: bool = False, pinned: bool = True) -> Callable:
+    """A function turning a fed value into an array of the tensor's dtype, checking its static shape.
+
+    The array is owned (a copy), except that with `borrow` (the plan may read the caller's array: see
+    `borrowable_feeds`) an ndarray of exactly the tensor's dtype whose shape fits is returned as it is, and with
+    `pinned` (the value may go to a CUDA GPU) so is one in pinned memory.
+    """
     dtype = tensor.dtype.base_dtype
     np_dtype = np.dtype(dtype.as_numpy_dtype)
     static = tensor.shape
@@ -192,13 +201,14 @@ def feed_converter(tensor: Tensor) -> Callable:
         return ValueError(f"Cannot feed value of shape {shape!r} for Tensor '{name}', which has shape '{static}'")
 
     def convert(value):
-        # The fast path: an ndarray (never a graph element) of a dtype NumPy may cast; `astype` always copies, except
-        # for an array of the right dtype in pinned memory, which is fed as it is (copied straight to a GPU).
+        # An ndarray (never a graph element) of a dtype NumPy may cast; `astype` always copies, except for an array
+        # of the right dtype in pinned memory, which is fed as it is (copied straight to a GPU).
         if type(value) is _ndarray and not is_string:
             value_dtype = value.dtype
             if value_dtype is not np_dtype and real and value_dtype.kind == "c":
                 raise _complex_to_real(value, tensor)
-            array = value if value_dtype == np_dtype and in_pinned_memory(value) else value.astype(np_dtype)
+            array = value if pinned and value_dtype == np_dtype and in_pinned_memory(value) else \
+                value.astype(np_dtype)
         else:
             array = convert_other(value)
         if rank is not None:
@@ -209,7 +219,109 @@ def feed_converter(tensor: Tensor) -> Callable:
                 if shape[i] != d:
                     raise shape_error(shape)
         return array
-    return convert
+
+    if not borrow or is_string:  # a string feed is always rebuilt (its elements become bytes)
+        return convert
+    if rank is not None and len(known) == rank:  # a fully known shape: one tuple comparison
+        def convert_borrowed(value):
+            if type(value) is _ndarray and value.dtype is np_dtype and value.shape == dims:
+                return value
+            return convert(value)
+        convert_borrowed.passes = (np_dtype, dims)  # what feeds_converter inlines
+    else:
+        def convert_borrowed(value):
+            if type(value) is _ndarray and value.dtype is np_dtype:
+                if rank is not None:
+                    shape = value.shape
+                    if len(shape) != rank or any(shape[i] != d for i, d in known):
+                        raise shape_error(shape)
+                return value
+            return convert(value)
+    return convert_borrowed
+
+
+def feeds_converter(converters: list) -> Callable:
+    """`values -> [converters[0](values[0]), ...]` for a sized iterable of exactly len(converters) values (a
+    feed_dict's values, a callable's arguments): straight-line code, which tests inline what a borrowing converter
+    of a fully known shape would return as it is (an ndarray of its dtype and shape) instead of calling it."""
+    if not converters:
+        return lambda values: []
+    values = ", ".join(f"v{i}" for i in range(len(converters)))
+    lines = ["def convert(values):", f"    {values}, = values"]
+    namespace: dict = {"_ndarray": _ndarray}
+    for i, convert in enumerate(converters):
+        namespace[f"c{i}"] = convert
+        passes = getattr(convert, "passes", None)
+        if passes is None:
+            lines.append(f"    v{i} = c{i}(v{i})")
+        else:
+            namespace[f"d{i}"], namespace[f"s{i}"] = passes
+            lines.append(f"    if type(v{i}) is not _ndarray or v{i}.dtype is not d{i} or v{i}.shape != s{i}: "
+                         f"v{i} = c{i}(v{i})")
+    lines.append(f"    return [{values}]")
+    exec(compile("\n".join(lines), "<adplace feeds>", "exec"), namespace)  # noqa: S102 - generated from fixed names
+    return namespace["convert"]
+
+
+# Non-view ops whose kernels may return an input (or a view of one) as an output: the reference control-flow
+# forwarders and the sparse ops that may pass a component (a dense_shape) on. (View ops are found by is_view.)
+_FORWARDING = frozenset({"RefSwitch", "RefMerge", "SparseAdd", "SparseConcat", "SparseFillEmptyRows", "SparseReduceMaxSparse", "SparseReduceSumSparse",
+                         "SparseReorder", "SparseReshape", "SparseSlice", "SparseSoftmax", "SparseSparseMaximum",
+                         "SparseSparseMinimum", "SparseSplit"})
+
+
+def borrowable_feeds(plan) -> list[bool]:
+    """Per feed of `plan`: whether a run may give the kernels the caller's array itself rather than a copy.
+
+    Kernels never write into their inputs and a non-view op's output is a new array (the contract that lets a
+    variable's stored array be read without a copy), so sharing a fed array is safe unless it, or a view of it
+    (through view ops, forwarding ops and transfers), could outlive the run or leave it: it is fetched without a
+    copy (the fed tensor itself, a Slice, a cond's Merge) or reaches a stateful op (Assign, a queue, a TensorArray,
+    a dataset, a training op may keep it) or a while loop. Computed once per plan (one pass over its steps).
+    """
+    with _BORROWABLE_LOCK:  # sessions compile in many threads; a WeakKeyDictionary is not safe for that alone
+        borrow = _BORROWABLE.get(plan)
+    if borrow is None:
+        borrow = _borrowable(plan)
+        with _BORROWABLE_LOCK:
+            _BORROWABLE[plan] = borrow
+    return list(borrow)
+
+
+_BORROWABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # plan -> borrowable_feeds(plan)
+_BORROWABLE_LOCK = threading.Lock()
+
+
+def _borrowable(plan) -> tuple:
+    borrow = [True] * len(plan.feed_slots)
+    reach: dict = {}  # slot -> the feeds whose array it may hold
+    for k, slot in enumerate(plan.feed_slots):
+        reach.setdefault(slot, set()).add(k)
+    transfers, ops, outs = plan.transfer_steps, plan.ops, plan.outs
+    for i, ins in enumerate(plan.ins):
+        if type(ins) is int:  # most steps: one input, rarely a feed or a view of one
+            if ins not in reach:
+                continue
+            feeds = reach[ins]
+        else:
+            feeds = set().union(*[reach[s] for s in ins if s in reach])
+            if not feeds:
+                continue
+        op = ops[i]
+        op_def = op._op_def
+        if op_def.is_stateful or op._type == "LoopCond":  # a while loop's step (its body may keep a value)
+            for k in feeds:
+                borrow[k] = False
+        elif op_def.is_view or i in transfers or op._type in _FORWARDING:
+            step_outs = outs[i]
+            for s in (step_outs,) if type(step_outs) is int else step_outs:
+                if s is not None:
+                    reach.setdefault(s, set()).update(feeds)
+    for i, slot in enumerate(plan.fetch_slots):
+        if slot in reach and not plan.fetch_copies[i]:
+            for k in reach[slot]:
+                borrow[k] = False
+    return tuple(borrow)
 
 
 def _expansion(key):

@@ -12,7 +12,8 @@ value type (SparseTensorValue, IndexedSlicesValue) and fed from one, or from any
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from operator import itemgetter
 
 from adplace.framework.composite import CompositeTensor
 from adplace.framework.operation import Operation, Tensor
@@ -112,7 +113,8 @@ class FetchMapper:
     def __init__(self, graph, fetches):
         self.elements: list = []
         self._num_tensors = 0
-        self._build = self._parse(graph, fetches)
+        self._leaves: dict = {}  # id -> builder of a single tensor (held here, so no other builder reuses the id)
+        self.build: Callable = self._parse(graph, fetches)  # flat tensor values -> the fetch structure
 
     @property
     def tensors(self) -> list:
@@ -125,6 +127,12 @@ class FetchMapper:
         if isinstance(fetch, (list, tuple)):
             builders = [self._parse(graph, f) for f in fetch]
             kind = type(fetch)
+            if (kind is tuple or isinstance(fetch, list)) and all(id(b) in self._leaves for b in builders):
+                # every element a tensor: the values of consecutive fetches, taken as one slice
+                start, stop = self._num_tensors - len(builders), self._num_tensors
+                if kind is tuple:
+                    return lambda values: tuple(values[start:stop])
+                return itemgetter(slice(start, stop))
             if isinstance(fetch, list):  # TF returns a plain list for any list subclass
                 return lambda values: [b(values) for b in builders]
             if kind is tuple:
@@ -164,11 +172,9 @@ class FetchMapper:
             return lambda values: None
         index = self._num_tensors  # plans return values for tensor fetches only
         self._num_tensors += 1
-        return lambda values: values[index]
-
-    def build(self, flat: list):
-        return self._build(flat)
-
+        leaf = itemgetter(index)
+        self._leaves[id(leaf)] = leaf
+        return leaf
 
 register_session_run_conversion_functions(CompositeTensor, _composite_fetch, _composite_feed,
                                           _composite_partial_feeds)
@@ -180,18 +186,30 @@ def _filled(mapping, keys: list, builders: list, values: list):
     return mapping
 
 
+_LEAVES = frozenset({Tensor, Operation, str})
+
+
 def structure_key(fetches) -> object:
     """A hashable key for a fetch structure: the same structure of the same elements gives the same key.
 
-    Runs on every Session.run, so a single tensor or name returns at the first test.
+    Runs on every Session.run, so a single tensor or name returns at the first test, and a list, tuple or mapping
+    of them without a call per element (their keys are themselves; a plain list of them is keyed by the tuple of
+    its elements, which no other structure's key can equal: those start with a type).
     """
     cls = type(fetches)
     if cls is Tensor or cls is Operation or cls is str:
         return fetches
+    if cls is list and _LEAVES.issuperset(map(type, fetches)):  # the common list: its elements, as a plain tuple
+        return tuple(fetches)                                     # (no other key is a tuple of leaves)
     if isinstance(fetches, (list, tuple)):
+        if _LEAVES.issuperset(map(type, fetches)):
+            return (cls, tuple(fetches))
         return (cls, tuple(structure_key(f) for f in fetches))
     if isinstance(fetches, dict) or isinstance(fetches, Mapping):
-        return (cls, tuple(fetches), tuple(structure_key(f) for f in fetches.values()))
+        values = fetches.values()
+        if _LEAVES.issuperset(map(type, values)):
+            return (cls, tuple(fetches), tuple(values))
+        return (cls, tuple(fetches), tuple(structure_key(f) for f in values))
     fields = _attrs_fields(cls)
     if fields is not None:
         return (cls, tuple(structure_key(getattr(fetches, a.name)) for a in fields))

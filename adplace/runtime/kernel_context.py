@@ -37,6 +37,7 @@ class KernelContext:
     xp = np
     write_rows = staticmethod(variable_state.write_rows)  # row writes (Scatter*, SparseApply*): in place when safe
     fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
+    fold_constants = True    # compute constant subgraphs when plans are built (RewriterConfig.constant_folding)
 
     def __init__(self, placement, target: bytes | None = b""):
         self._placement = placement

@@ -44,6 +44,8 @@ def _placed_ops(plan) -> dict:
         for name in plan.fused.get(index, ()):
             placed.setdefault(op.graph.get_operation_by_name(name), device)
         placed.setdefault(op, device)
+    for op, device, _ in plan.folded_nodes:  # computed when the plan was built: still ops of the step, as unfolded
+        placed.setdefault(op, device.name)
     return placed
 
 

@@ -14,6 +14,7 @@ and compiling take the session's lock, running a cached plan takes none.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import threading
 import time
@@ -29,9 +30,9 @@ from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
-from adplace.runtime import callables
+from adplace.runtime import callables, constant_folding
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, Plan, compile_plan
-from adplace.runtime.feeds import feed_converter, feed_tensors
+from adplace.runtime.feeds import borrowable_feeds, feed_converter, feed_tensors, feeds_converter
 from adplace.runtime.fetches import FetchMapper, structure_key
 from adplace.runtime.kernel_context import KernelContext
 from adplace.runtime import options as _options
@@ -61,7 +62,7 @@ def _silent_floating_point() -> tuple[Callable, Callable]:
             state.__enter__()
             return state
         return enter, lambda state: state.__exit__(None, None, None)
-    return (lambda: _extobj_contextvar.set(ignore_all)), _extobj_contextvar.reset
+    return functools.partial(_extobj_contextvar.set, ignore_all), _extobj_contextvar.reset
 
 
 _enter_silent, _exit_silent = _silent_floating_point()
@@ -81,13 +82,18 @@ def _gc_paused():
 
 class _CompiledRun:
     """A cached run signature: the plan, its feed converters, how to rebuild the fetch structure, and how to flatten a
-    feed_dict with nested-tuple keys into one value per converter (None: its values are already that)."""
+    feed_dict with nested-tuple keys into one value per converter (None: its values are already that).
 
-    __slots__ = ("plan", "feed_converters", "build", "flatten", "recent")
+    `convert(values)` turns one value per converter (a feed_dict's values, a callable's arguments) into the plan's
+    feeds, in straight-line code (feeds.feeds_converter).
+    """
+
+    __slots__ = ("plan", "feed_converters", "build", "flatten", "recent", "convert")
 
     def __init__(self, plan: Plan, feed_converters: list, build: Callable, flatten: Callable | None):
         self.plan, self.feed_converters, self.build, self.flatten = plan, feed_converters, build, flatten
         self.recent = False
+        self.convert = feeds_converter(feed_converters)
 
 
 class BaseSession:
@@ -112,6 +118,7 @@ class BaseSession:
         self._placer = Placer(self._placement, self._config.allow_soft_placement, self._config.log_device_placement)
         self._ctx = self._kernel_context(self._placement)
         self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != _options.RewriterConfig.OFF
+        self._ctx.fold_constants = constant_folding.enabled(self._config)
         self._runner = StepRunner(self._config, self._ctx)
         runner = self._runner  # while loops with parallel_iterations use its threads (runtime/loop_pipeline.py)
         self._ctx.inter_op_pool = (lambda: runner.pool) if runner.inter_threads > 1 else None
@@ -191,17 +198,25 @@ class BaseSession:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Run the ops needed for `fetches` (nested lists, tuples, namedtuples, dicts, attrs classes of tensors, ops or
         names) with `feed_dict` (keys: tensors, names, or nested tuples of them with values of the same structure)."""
-        compiled = self._cached(fetches, feed_dict)
+        try:  # _cached's lookup, inlined: a single tensor fetch is its own structure key
+            compiled = self._runs.get((fetches if type(fetches) is Tensor else structure_key(fetches),
+                                       tuple(feed_dict) if feed_dict else ()))
+        except TypeError:  # an unhashable fetch or feed key
+            compiled = None
+        if compiled is None or self._closed or len(self._placement.device_by_op_id) != len(self._graph._ops):
+            compiled = self._cached(fetches, feed_dict)
+        else:
+            compiled.recent = True
         if feed_dict:
-            values = feed_dict.values() if compiled.flatten is None else compiled.flatten(feed_dict)
-            feeds = [convert(value) for convert, value in zip(compiled.feed_converters, values)]
+            feeds = compiled.convert(feed_dict.values() if compiled.flatten is None else compiled.flatten(feed_dict))
         else:
             feeds = ()
+        plan = compiled.plan
         if options is not None or run_metadata is not None or self._timeout_ms:
-            return self._execute_observed(compiled.plan, feeds, compiled.build, options, run_metadata)
-        if compiled.plan.has_writes:
-            return self._execute_step(compiled.plan, feeds, compiled.build, None)
-        return self._execute_plain(compiled.plan, feeds, compiled.build, None)
+            return self._execute_observed(plan, feeds, compiled.build, options, run_metadata)
+        if plan.has_writes:
+            return self._execute_step(plan, feeds, compiled.build, None)
+        return self._execute_plain(plan, feeds, compiled.build, None)
 
     def _execute(self, plan: Plan, feeds, build: Callable, observed: Callable | None = None):
         """Run a plan and build the fetch structure. `observed`, when given, runs the plan instead of plan.fn (a
@@ -266,10 +281,11 @@ class BaseSession:
         return result
 
     def _ran(self, plan: Plan) -> None:
-        """Count a successful run; a plan's second run compiles it to straight-line code (once)."""
-        self.transfers_executed += plan.num_transfers
-        plan.runs += 1
-        if plan.runs == TIER_UP_AFTER_RUNS:
+        """Count a successful run and its transfers; a plan's second run compiles it to straight-line code (once)."""
+        runs = plan.runs = plan.runs + 1
+        if plan.num_transfers:
+            self.transfers_executed += plan.num_transfers
+        if runs == TIER_UP_AFTER_RUNS:
             with self._lock:
                 self._runner.tier_up(plan)
 
@@ -322,7 +338,6 @@ class BaseSession:
         self._check_usable()
         fed, flatten = feed_tensors(self._graph, feed_dict) if feed_dict else ([], None)
         mapper = FetchMapper(self._graph, fetches)
-        converters = [feed_converter(t) for t in fed]
         plan_key = (tuple(mapper.elements), tuple(fed))  # [a, b], (a, b) and {"x": a, "y": b} share it
         with self._lock:
             plan = self._plans.get(plan_key)
@@ -336,6 +351,9 @@ class BaseSession:
             else:
                 plan.recent = True
                 self._place()
+        borrow = borrowable_feeds(plan) if fed else ()
+        device_of = self._placement.device_of  # pinned host memory matters to a feed uploaded to a CUDA GPU only
+        converters = [feed_converter(t, may_borrow, device_of(t._op).is_cuda) for t, may_borrow in zip(fed, borrow)]
         return _CompiledRun(plan, converters, mapper.build, flatten)
 
     def _cached(self, fetches, feed_dict) -> _CompiledRun:

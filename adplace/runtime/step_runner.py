@@ -7,15 +7,17 @@ Threads pay only where ops can overlap and are heavy enough to hide the hand-ove
   the pool only when replaying those timings through the scheduler (`parallel.predict_parallel_ns`) predicts a
   gain of 20% or more. A 1,000-op chain of tiny ops never leaves the fast path; 200 independent matmuls may.
 - 1 or negative: always the caller's thread.
-While a plan runs on the pool, BLAS gets `intra_op_parallelism_threads` threads, or an equal share of the CPUs when
-that is 0, so kernels running side by side do not oversubscribe the cores.
+BLAS threads (adplace.kernels.blas_threads): a step's BLAS kernels use at most `intra_op_parallelism_threads` threads
+when it is set; when it is 0 each product gets a count by its size (one thread under 2**19 multiply-adds, more as it
+grows, up to the library's count), and while a plan runs on the pool at most an equal share of the CPUs, so kernels
+running side by side do not oversubscribe the cores. Counts changed during a step are restored after it.
 """
 from __future__ import annotations
 
 import time
 from typing import Callable
 
-from adplace.runtime import parallel
+from adplace.runtime import fusion, parallel
 from adplace.runtime.executor import Deadline, Plan
 from adplace.runtime.waits import SequentialRun
 from adplace.runtime.thread_pool import (BlasLimiter, WorkerPool, available_cpus, inter_op_threads, intra_op_threads,
@@ -66,6 +68,7 @@ class StepRunner:
         if plan.mode != "sequential":
             return
         plan.tier_up()
+        fusion.watch_cpu(plan, self._ctx, self._install)  # may count runs through plan.sequential: before _install
         self._install(plan)
         if self.inter_threads > 1 and not self.explicit and len(plan.kernels) > 1 and not plan.has_loops:
             plan.fn = self._calibrating(plan)
@@ -89,9 +92,10 @@ class StepRunner:
 
     # --- modes ------------------------------------------------------------------------------------------------
     def _install(self, plan: Plan) -> None:
-        """Point plan.fn at the sequential runner, inside the intra-op BLAS limit when one is set."""
+        """Point plan.fn at the sequential runner, inside the step's BLAS bound when one is set or the plan holds
+        BLAS kernels (whose per-product thread counts are restored after the step)."""
         sequential = plan.sequential
-        if not self.intra_threads:
+        if not self.intra_threads and not any(op.type in parallel.BLAS_OPS for op in plan.ops):
             plan.fn = sequential
             return
         blas = self._blas

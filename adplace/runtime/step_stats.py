@@ -152,6 +152,19 @@ def _memory_prefix(allocator: str, total: int) -> str:
     return f"[{allocator} {total / _MB:.1f}MB {total / _MB:.1f}MB] " if total >= 0.1 * _MB else ""
 
 
+def _folded_node(dev, op, device, values, start_ns: int) -> None:
+    """The node of an op whose step constant folding dropped: no time, at the step's start, its outputs described
+    when the plan holds them, so that a traced step lists the ops it would list unfolded."""
+    allocator = _allocator_name(device.device_type, device.index)
+    node = dev.node_stats.add(node_name=op.name, all_start_micros=start_ns // 1000, all_start_nanos=start_ns,
+                              scheduled_micros=start_ns // 1000, scheduled_nanos=start_ns)
+    total = sum(_fill_output(node.output.add(), k, v, allocator) for k, v in enumerate(values or ()))
+    if node.output:
+        node.memory.add(allocator_name=allocator, total_bytes=total, peak_bytes=total, live_bytes=total)
+    inputs = ", ".join(tensor_label_name(t) for t in op.inputs)
+    node.timeline_label = f"{_memory_prefix(allocator, total)}{op.name} = {op.type}({inputs})"
+
+
 def fill_step_stats(step_stats, plan, records: list, devices: list, epoch_ns: int, perf_ns: int) -> None:
     """Fill the StepStats proto `step_stats` from a traced run's records: (step, start, end, thread ident, kernel
     result), perf_counter nanoseconds.
@@ -165,10 +178,16 @@ def fill_step_stats(step_stats, plan, records: list, devices: list, epoch_ns: in
     by_device: dict[str, list] = {d.name: [] for d in devices}
     for record in records:
         by_device.setdefault(plan.devices[record[0]].name, []).append(record)
+    folded: dict[str, list] = {}  # ops computed when the plan was built (runtime/constant_folding.py)
+    for op, device, values in plan.folded_nodes:
+        folded.setdefault(device.name, []).append((op, device, values))
+    first_ns = epoch_ns + (min((r[1] for r in records), default=perf_ns) - perf_ns)
     for device_name, device_records in by_device.items():
-        if not device_records:
+        if not device_records and device_name not in folded:
             continue
         dev = step_stats.dev_stats.add(device=device_name)
+        for op, device, values in folded.get(device_name, ()):
+            _folded_node(dev, op, device, values, first_ns)
         for index, start, end, ident, result in device_records:
             op, device = plan.ops[index], plan.devices[index]
             name, op_type = names[index]

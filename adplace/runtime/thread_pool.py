@@ -3,8 +3,9 @@
 `inter_op_parallelism_threads`: > 0 as given; 0 -> $TF_NUM_INTEROP_THREADS when > 0, else the schedulable CPUs;
 < 0 -> run every op in the caller's thread. The first session asking for N threads creates the process-wide pool of
 that size and later sessions share it, unless `use_per_session_threads` gives a session its own.
-`intra_op_parallelism_threads`: the threads one kernel may use; adplace's kernels get theirs from the BLAS library,
-limited through threadpoolctl (`pip install "adplace[threads]"`) while a step runs.
+`intra_op_parallelism_threads`: the threads one kernel may use. adplace's kernels get theirs from the BLAS library
+(NumPy has no thread pool of its own), managed through threadpoolctl (`pip install "adplace[threads]"`) while a step
+runs: > 0 bounds every BLAS call of the step; 0 sizes each product's count by its size (adplace.kernels.blas_threads).
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import os
 import queue
 import threading
 from typing import Callable
+
+from adplace.kernels import blas_threads
 
 _log = logging.getLogger("adplace")
 
@@ -96,24 +99,34 @@ def shared_pool(size: int) -> WorkerPool:
 
 
 class BlasLimiter:
-    """Limits the BLAS libraries' threads to `n` while a step runs (no-op when n == 0 or threadpoolctl is absent)."""
+    """A session's BLAS bound: `with limiter(n):` runs a step whose BLAS kernels use at most n threads (0: the
+    library's own count, each product sized by adplace.kernels.blas_threads), restored when the last step in flight
+    ends. A no-op without threadpoolctl (a one-time warning when a bound was asked for)."""
 
     _controller = None
     # threadpoolctl failed to import: not tried again. Each try cost ~25 us a parallel step and went through the
     # import lock on the caller's thread, where a Ctrl-C landing inside importlib can leave it held (workers hang).
     _missing = False
+    _warned = False
 
     def __init__(self, n: int):
         self.n = n
+        self._scopes: dict = {}
 
     def __call__(self, n: int | None = None):
         n = self.n if n is None else n
-        if n <= 0:
-            return contextlib.nullcontext()
-        controller = self._get_controller()
-        if controller is None:
-            return contextlib.nullcontext()
-        return controller.limit(limits=n, user_api="blas")
+        scope = self._scopes.get(n)
+        if scope is None:
+            if self._get_controller() is None:
+                scope = contextlib.nullcontext()
+                if n > 0 and not BlasLimiter._warned:
+                    BlasLimiter._warned = True
+                    _log.warning('intra_op_parallelism_threads is not applied: it needs threadpoolctl '
+                                 '(pip install "adplace[threads]")')
+            else:
+                scope = _StepBound(n)
+            self._scopes[n] = scope
+        return scope
 
     @classmethod
     def _get_controller(cls):
@@ -122,8 +135,22 @@ class BlasLimiter:
                 from threadpoolctl import ThreadpoolController
             except ImportError:
                 cls._missing = True
-                _log.warning('intra_op_parallelism_threads is not applied: it needs threadpoolctl '
-                             '(pip install "adplace[threads]")')
                 return None
             cls._controller = ThreadpoolController()
+            blas_threads.POLICY.attach(cls._controller)
         return cls._controller
+
+
+class _StepBound:
+    """The context a step runs in: its BLAS bound registered with the process-wide policy (reusable, any thread)."""
+
+    __slots__ = ("bound",)
+
+    def __init__(self, bound: int):
+        self.bound = bound
+
+    def __enter__(self):
+        blas_threads.POLICY.begin_step(self.bound)
+
+    def __exit__(self, *exc):
+        blas_threads.POLICY.end_step(self.bound)

@@ -9,6 +9,11 @@ The rules (README, "Reliability"):
   with `read()`, which waits for the lock when `mutating` is set, so under the GIL either the writer sees the
   reader's reference (and copies) or the reader waits: still never a torn value. Its journal record holds the old
   rows (`RowsUndo`) instead of the old array.
+- Buffer recycling, for the fused training kernels (ApplyAdam, ...): a recycling store keeps the array it replaced
+  as the cell's `spare`, and the next such write computes its new value into it (`take_spare`, under the lock, so
+  two writers never get the same one) when nothing else refers to it: a reader, a fetch result, a snapshot or a
+  step's journal holding it keeps it as it is. The journal still holds the old value itself, so nothing is copied
+  and an undo finds it intact; an undo drops the spare.
 - Ops with `use_locking=True` hold the locks of all their variables (in a fixed order) for the whole
   read-modify-write, so N threads x K locked increments give exactly N*K. Without locking, concurrent updates may
   be lost, as in TF (Hogwild), but each write is still whole.
@@ -62,10 +67,11 @@ class RowsUndo:
 class VariableCell:
     """A variable's value in one session, on the variable's placed device, with its lock and write count."""
 
-    __slots__ = ("value", "name", "device", "version", "lock", "order", "mutating", "__weakref__")
+    __slots__ = ("value", "name", "device", "version", "lock", "order", "mutating", "spare", "__weakref__")
 
     def __init__(self, name: str, device, order: int = 0):
         self.value, self.name, self.device = None, name, device
+        self.spare = None  # the value a recycling store replaced: the next one may compute into it (take_spare)
         self.version = 0
         self.lock = threading.Lock()
         self.order = order  # a global lock order: multi-variable ops take their locks sorted by it
@@ -90,6 +96,22 @@ class VariableCell:
         self.mutating = False
         return False
 
+    def take_spare(self, like: np.ndarray) -> np.ndarray | None:
+        """With the lock held: the array the last recycling store replaced, handed out (once) as the buffer to
+        compute the next value into, when nothing else refers to it (no reader, fetch, snapshot or journal: the
+        same sole-owner count as `claim_in_place`) and it is a writeable, C-contiguous NumPy array owning its
+        memory with `like`'s shape and dtype. None otherwise; the spare is dropped either way."""
+        spare = self.spare
+        if spare is None:
+            return None
+        if type(spare) is np.ndarray and _references(spare) == _SOLE_OWNER_REFERENCES and spare.base is None and \
+                spare.flags.writeable and spare.flags.c_contiguous and spare.shape == like.shape and \
+                spare.dtype == like.dtype:
+            self.spare = None
+            return spare
+        self.spare = None
+        return None
+
     def rows_undo(self, view_shape: tuple, rows: np.ndarray) -> RowsUndo:
         """The undo record of a row write about to change `rows` of the value viewed as `view_shape`."""
         return RowsUndo(view_shape, rows, self.value.reshape(view_shape)[rows].copy())
@@ -101,24 +123,34 @@ class VariableCell:
         self.version += 1
         self.mutating = False
 
-    def store(self, new, journal: list | None) -> None:
+    def store(self, new, journal: list | None, recycle: bool = False) -> None:
         """Replace the value; the caller holds `self.lock`. The step's journal gets (cell, old value, old version).
+        With `recycle` (the fused training kernels) the cell keeps the old value as its spare (`take_spare`).
 
         No call between the record and the write (`+=`, not append): Python runs a SIGINT handler only at function
         starts, after calls of C functions and at backward jumps, so Ctrl-C cannot land after the record but before
         the write (a record of a write that never happened would make the undo keep the step's earlier writes)."""
         if journal is not None:
             journal += ((self, self.value, self.version),)
+        self.spare = self.value if recycle and self.value is not new else None
         self.value = new
         self.version += 1
 
-    def write(self, new, journal: list | None) -> None:
+    def write(self, new, journal: list | None, recycle: bool = False) -> None:
         """Store `new` under the lock: a whole write (ops without `use_locking`; Assign)."""
         lock = self.lock
         if lock.locked():
             step_aside(0)
         with lock:
-            self.store(new, journal)
+            self.store(new, journal, recycle)
+
+    def spare_for(self, like: np.ndarray) -> np.ndarray | None:
+        """`take_spare` for a caller holding no lock."""
+        lock = self.lock
+        if lock.locked():
+            step_aside(0)
+        with lock:
+            return self.take_spare(like)
 
     def update(self, compute, arg, journal: list | None):
         """An atomic read-modify-write (`use_locking`): `new = compute(arg)` and its store with the lock held."""
@@ -207,7 +239,7 @@ def rollback(journal: list) -> list[str]:
     for cell, (version, olds) in records.items():
         with cell.lock:
             if cell.version == version + len(olds):
-                cell.value, cell.version = _undone(cell.value, olds), version
+                cell.value, cell.version, cell.spare = _undone(cell.value, olds), version, None
             else:
                 kept.append(cell.name)
     journal.clear()

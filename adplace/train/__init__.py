@@ -2,6 +2,7 @@
 from adplace.train.adadelta import AdadeltaOptimizer
 from adplace.train.adagrad import AdagradOptimizer
 from adplace.train.adam import AdamOptimizer
+from adplace.train.ftrl import FtrlOptimizer
 from adplace.train.device_setter import PS_OPS, STANDARD_PS_OPS, assign_to_device, replica_device_setter
 from adplace.train.gradient_descent import GradientDescentOptimizer
 from adplace.train.sync_replicas_optimizer import SyncReplicasOptimizer
@@ -47,6 +48,7 @@ __all__ += ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver
             "list_variables", "load_checkpoint",
             "load_variable", "remove_checkpoint", "update_checkpoint_state"]
 __all__ += ["AdadeltaOptimizer"]
+__all__ += ["FtrlOptimizer"]
 __all__ += ["SyncReplicasOptimizer", "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
             "RMSPropOptimizer", "create_global_step", "get_global_step", "get_or_create_global_step", "global_step"]
 __all__ += ["average_gradients", "export_meta_graph", "import_meta_graph", "make_parallel", "write_graph"]

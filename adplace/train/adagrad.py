@@ -27,13 +27,9 @@ class AdagradOptimizer(Optimizer):
 
     def _create_slots(self, var_list: list) -> None:
         for v in var_list:
-            dtype = v.dtype.base_dtype
-            if v.get_shape().is_fully_defined():
-                init = init_ops.constant_initializer(self._initial_accumulator_value, dtype=dtype)
-            else:
-                init = array_ops.fill(array_ops.shape(v.initialized_value()),
-                                      constant(self._initial_accumulator_value, dtype=dtype))
-            self._get_or_make_slot_with_initializer(v, init, v.get_shape(), dtype, "accumulator", self._name)
+            init = constant_slot_initializer(v, self._initial_accumulator_value)
+            self._get_or_make_slot_with_initializer(v, init, v.get_shape(), v.dtype.base_dtype, "accumulator",
+                                                    self._name)
 
     def _prepare(self) -> None:
         self._learning_rate_tensor = self._hyper_tensor(self._learning_rate, "learning_rate")
@@ -47,3 +43,12 @@ class AdagradOptimizer(Optimizer):
         lr = math_ops.cast(self._learning_rate_tensor, var.dtype.base_dtype)
         return training_ops.sparse_apply_adagrad(var, self.get_slot(var, "accumulator"), lr, grad.values,
                                                  grad.indices, use_locking=self._use_locking).op
+
+
+def constant_slot_initializer(v, value: float):
+    """The initializer of a slot of `v` filled with `value`: a constant, or a fill of v's run-time shape when its
+    static shape is not fully known (Adagrad's and Ftrl's accumulators)."""
+    dtype = v.dtype.base_dtype
+    if v.get_shape().is_fully_defined():
+        return init_ops.constant_initializer(value, dtype=dtype)
+    return array_ops.fill(array_ops.shape(v.initialized_value()), constant(value, dtype=dtype))

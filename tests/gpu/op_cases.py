@@ -220,6 +220,21 @@ def _sparse_apply_program(rng):
     return tf.global_variables_initializer(), fetches, {}
 
 
+def _ftrl_program(rng):
+    """ApplyFtrl, ApplyFtrlV2 (lr_power -0.5 and not) and their sparse forms with a repeated index."""
+    from adplace.ops import training_ops
+
+    def slots():
+        return [tf.Variable(_x(rng, 4, 3, low=0.1, high=1.0)) for _ in range(3)]
+    grad, rows = tf.constant(_x(rng, 4, 3)), tf.constant(_x(rng, 3, 3))
+    indices = tf.constant(np.array([2, 0, 2], np.int64))
+    fetches = [training_ops.apply_ftrl(*slots(), grad, 0.1, 0.01, 0.2, -0.5),
+               training_ops.apply_ftrl_v2(*slots(), grad, 0.1, 0.01, 0.2, 0.3, -0.4),
+               training_ops.sparse_apply_ftrl(*slots(), rows, indices, 0.1, 0.01, 0.2, -0.5),
+               training_ops.sparse_apply_ftrl_v2(*slots(), rows, indices, 0.1, 0.0, 0.2, 0.3, -0.5)]
+    return tf.global_variables_initializer(), fetches, {}
+
+
 CASES = {
     "neg": _unary(tf.negative), "abs": _unary(tf.abs), "sign": _unary(tf.sign), "square": _unary(tf.square),
     "sqrt": _unary(tf.sqrt, 0.1, 4.0), "rsqrt": _unary(tf.rsqrt, 0.1, 4.0),
@@ -286,7 +301,7 @@ CASES = {
     "centered_rmsprop": _optimizer(lambda: tf.train.RMSPropOptimizer(0.1, centered=True)),
     "adagrad": _optimizer(lambda: tf.train.AdagradOptimizer(0.1)),
     "adadelta": _optimizer(lambda: tf.train.AdadeltaOptimizer(1.0, epsilon=1e-3)),
-    "scatter": _scatter_program, "sparse_apply": _sparse_apply_program,
+    "scatter": _scatter_program, "sparse_apply": _sparse_apply_program, "ftrl": _ftrl_program,
     "random": lambda rng: ([tf.random_uniform([400], seed=1), tf.random_normal([400], seed=2),
                             tf.truncated_normal([400], seed=3),
                             tf.random_uniform([400], 0, 10, dtype=tf.int64, seed=4)], {}),
@@ -358,6 +373,7 @@ COVERS = {
                 "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub"},
     "sparse_apply": {"SparseApplyMomentum", "SparseApplyAdagrad", "SparseApplyAdadelta", "SparseApplyRMSProp",
                      "SparseApplyCenteredRMSProp"},
+    "ftrl": {"ApplyFtrl", "ApplyFtrlV2", "SparseApplyFtrl", "SparseApplyFtrlV2"},
     "random": {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"},
     "linalg_diagonals": {"MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "Diag", "DiagPart", "MatrixBandPart",
                          "Einsum", "CheckNumerics"},

@@ -250,14 +250,18 @@ def _two_counters(config):
 @pytest.mark.parametrize("config", [None, PARALLEL], ids=["plain", "parallel"])
 def test_ctrl_c_after_the_last_kernel_but_before_the_result_is_built_undoes_the_whole_step(monkeypatch, config):
     a, b, step, sess = _two_counters(config)
-    build, fired = fetches_module.FetchMapper.build, []
+    parse, fired = fetches_module.FetchMapper._parse, []
 
-    def interrupted_build(self, flat):  # every kernel has run: Ctrl-C lands while the fetches are assembled (once)
-        if not fired:
-            fired.append(True)
-            raise KeyboardInterrupt
-        return build(self, flat)
-    monkeypatch.setattr(fetches_module.FetchMapper, "build", interrupted_build)
+    def interrupting_parse(self, graph, fetches):  # the run's fetch builder, Ctrl-C landing in it (once)
+        build = parse(self, graph, fetches)
+
+        def interrupted_build(flat):  # every kernel has run: Ctrl-C lands while the fetches are assembled
+            if not fired:
+                fired.append(True)
+                raise KeyboardInterrupt
+            return build(flat)
+        return interrupted_build
+    monkeypatch.setattr(fetches_module.FetchMapper, "_parse", interrupting_parse)
     with pytest.raises(KeyboardInterrupt):
         sess.run(step)
     assert sess.run([a, b]) == [0.0, 0.0]

@@ -1,0 +1,153 @@
+"""Dense optimizer updates as one compiled loop each (Numba, the `jit` extra): every element of the variable, its
+slots and the gradient is read once and the new values written once, where NumPy's `out=` calls
+(kernels/state.py `_adam_into`, ...) pass over memory five to twelve times. Each loop keeps its reference's order of
+operations in the variable's float type, so the values equal the reference's.
+
+Adam, Momentum, RMSProp and Adagrad have loops; their loop modules are generated once per float type and cached on
+disk like the fused elementwise loops (adplace.kernels.cpu_fusion), and run without the GIL. Without Numba, with
+ADPLACE_CPU_FUSION=0, for use_nesterov, Adagrad without update_slots, or arrays a loop does not take (not
+C-contiguous float32/float64 of one size), the reference runs instead.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from adplace.kernels import cpu_fusion
+
+# name -> (slot names, scalar names, loop body over g = grad[i] writing new_var[i] and new_<slot>[i])
+_LOOPS = {
+    "adam": (("m", "v"), ("alpha", "one_minus_beta1", "one_minus_beta2", "epsilon"), """\
+        mi = m[i] + (g - m[i]) * one_minus_beta1
+        vi = v[i] + (g * g - v[i]) * one_minus_beta2
+        new_m[i] = mi
+        new_v[i] = vi
+        new_var[i] = var[i] - (mi * alpha) / (np.sqrt(vi) + epsilon)"""),
+    "momentum": (("accum",), ("lr", "momentum"), """\
+        a = accum[i] * momentum + g
+        new_accum[i] = a
+        new_var[i] = var[i] - a * lr"""),
+    "rms_prop": (("ms", "mom"), ("lr", "one_minus_rho", "momentum", "epsilon"), """\
+        msi = ms[i] + (g * g - ms[i]) * one_minus_rho
+        momi = mom[i] * momentum + (g * lr) / np.sqrt(msi + epsilon)
+        new_ms[i] = msi
+        new_mom[i] = momi
+        new_var[i] = var[i] - momi"""),
+    "adagrad": (("accum",), ("lr",), """\
+        a = accum[i] + g * g
+        new_accum[i] = a
+        new_var[i] = var[i] - (g * lr) / np.sqrt(a)"""),
+}
+
+
+class _Source(NamedTuple):
+    text: str
+    digest: str
+
+
+def _source(name: str, dtype: str) -> _Source:
+    slots, scalars, body = _LOOPS[name]
+    refs = ("var", *slots)
+    params = ", ".join([*refs, "grad", *(f"new_{r}" for r in refs), *scalars])
+    text = (f"# adplace fused {name} update ({dtype})\nimport numpy as np\n\n\ndef update({params}):\n"
+            f"    for i in range(var.shape[0]):\n        g = grad[i]\n{body}\n")
+    return _Source(text, hashlib.sha1(text.encode()).hexdigest()[:20])
+
+
+_compiled: dict = {}  # (name, dtype name) -> compiled loop
+_lock = threading.Lock()
+_numba: list = []     # [whether Numba is installed], looked up once
+
+
+def enabled() -> bool:
+    """Whether compiled updates are used: Numba is installed and ADPLACE_CPU_FUSION is not 0 (read at each call)."""
+    if not _numba:
+        _numba.append(cpu_fusion.available())
+    return _numba[0] and os.environ.get("ADPLACE_CPU_FUSION", "1") != "0"
+
+
+def _loop(name: str, dtype: np.dtype):
+    key = (name, dtype.name)
+    loop = _compiled.get(key)
+    if loop is not None:
+        return loop
+    with _lock:
+        if key not in _compiled:
+            n_refs = 1 + len(_LOOPS[name][0])
+            n_scalars = len(_LOOPS[name][1])
+
+            def signature(numba):
+                scalar = getattr(numba.types, dtype.name)
+                readonly = numba.types.Array(scalar, 1, "C", readonly=True)
+                out = numba.types.Array(scalar, 1, "C")
+                return numba.types.void(*[readonly] * (n_refs + 1), *[out] * n_refs, *[scalar] * n_scalars)
+            _compiled[key] = cpu_fusion.compiled_function(_source(name, dtype.name), "update", signature, nogil=True)
+        return _compiled[key]
+
+
+def _flat(array, dtype: np.dtype, size: int):
+    return array.reshape(-1) if type(array) is np.ndarray and array.dtype == dtype and array.size == size and \
+        array.flags.c_contiguous else None
+
+
+def _compiled_update(name: str, reference: Callable, split: Callable) -> Callable:
+    """`reference`'s signature `(attrs, out, *refs, *inputs)`, computed by loop `name` where it applies;
+    `split(attrs, inputs)` gives (the loop's scalars, the gradient), or None where the loop does not apply."""
+    n_refs = 1 + len(_LOOPS[name][0])
+
+    def update_into(attrs, out, *refs_and_inputs):
+        var = refs_and_inputs[0]
+        dtype = var.dtype
+        if dtype.kind == "f" and dtype.itemsize in (4, 8) and enabled():
+            parts = split(attrs, refs_and_inputs[n_refs:])
+            if parts is not None:
+                scalars, grad = parts
+                arrays = [_flat(a, dtype, var.size) for a in (*refs_and_inputs[:n_refs], grad, *out)]
+                if all(a is not None for a in arrays):
+                    _loop(name, dtype)(*arrays, *[dtype.type(s) for s in scalars])
+                    return out
+        return reference(attrs, out, *refs_and_inputs)
+    return update_into
+
+
+def _adam_split(attrs, inputs):
+    if attrs.get("use_nesterov"):
+        return None
+    beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad = inputs
+    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)  # as `_adam_into`: in the inputs' float type
+    return (alpha, 1 - beta1, 1 - beta2, epsilon), grad
+
+
+def _momentum_split(attrs, inputs):
+    lr, grad, momentum = inputs
+    return None if attrs.get("use_nesterov") else ((lr, momentum), grad)
+
+
+def _rms_prop_split(attrs, inputs):
+    lr, rho, momentum, epsilon, grad = inputs
+    return (lr, 1 - rho, momentum, epsilon), grad
+
+
+def _adagrad_split(attrs, inputs):
+    lr, grad = inputs
+    return ((lr,), grad) if attrs.get("update_slots", True) else None
+
+
+def compiled_adam(reference: Callable) -> Callable:
+    return _compiled_update("adam", reference, _adam_split)
+
+
+def compiled_momentum(reference: Callable) -> Callable:
+    return _compiled_update("momentum", reference, _momentum_split)
+
+
+def compiled_rms_prop(reference: Callable) -> Callable:
+    return _compiled_update("rms_prop", reference, _rms_prop_split)
+
+
+def compiled_adagrad(reference: Callable) -> Callable:
+    return _compiled_update("adagrad", reference, _adagrad_split)
