@@ -3,7 +3,7 @@ slots and the gradient is read once and the new values written once, where NumPy
 (kernels/state.py `_adam_into`, ...) pass over memory five to twelve times. Each loop keeps its reference's order of
 operations in the variable's float type, so the values equal the reference's.
 
-Adam, Momentum, RMSProp and Adagrad have loops; their loop modules are generated once per float type and cached on
+Adam, Momentum, RMSProp, centered RMSProp, Adagrad and Adadelta have loops; their loop modules are generated once per float type and cached on
 disk like the fused elementwise loops (adplace.kernels.cpu_fusion), and run without the GIL. Without Numba, with
 ADPLACE_CPU_FUSION=0, for use_nesterov, Adagrad without update_slots, or arrays a loop does not take (not
 C-contiguous float32/float64 of one size), the reference runs instead.
@@ -41,6 +41,20 @@ _LOOPS = {
         a = accum[i] + g * g
         new_accum[i] = a
         new_var[i] = var[i] - (g * lr) / np.sqrt(a)"""),
+    "centered_rms_prop": (("mg", "ms", "mom"), ("lr", "one_minus_rho", "momentum", "epsilon"), """\
+        msi = ms[i] + (g * g - ms[i]) * one_minus_rho
+        mgi = mg[i] + (g - mg[i]) * one_minus_rho
+        momi = mom[i] * momentum + (g * lr) / np.sqrt((msi - mgi * mgi) + epsilon)
+        new_ms[i] = msi
+        new_mg[i] = mgi
+        new_mom[i] = momi
+        new_var[i] = var[i] - momi"""),
+    "adadelta": (("accum", "accum_update"), ("lr", "rho", "one_minus_rho", "epsilon"), """\
+        a = accum[i] * rho + (g * g) * one_minus_rho
+        u = np.sqrt(accum_update[i] + epsilon) / np.sqrt(a + epsilon) * g
+        new_accum[i] = a
+        new_accum_update[i] = accum_update[i] * rho + (u * u) * one_minus_rho
+        new_var[i] = var[i] - u * lr"""),
 }
 
 
@@ -151,3 +165,16 @@ def compiled_rms_prop(reference: Callable) -> Callable:
 
 def compiled_adagrad(reference: Callable) -> Callable:
     return _compiled_update("adagrad", reference, _adagrad_split)
+
+
+def _adadelta_split(attrs, inputs):
+    lr, rho, epsilon, grad = inputs
+    return (lr, rho, 1 - rho, epsilon), grad
+
+
+def compiled_centered_rms_prop(reference: Callable) -> Callable:
+    return _compiled_update("centered_rms_prop", reference, _rms_prop_split)
+
+
+def compiled_adadelta(reference: Callable) -> Callable:
+    return _compiled_update("adadelta", reference, _adadelta_split)

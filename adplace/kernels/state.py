@@ -171,8 +171,12 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
                 return step(targets, *olds, *values)
             return storing_kernel(op, ctx, ref_ops, new_rows, rows=True)
         if in_place:
+            expression = functools.partial(update, np, op._attrs)
+
             def new_in_place(olds, values, buffers):
                 checked(olds, values)
+                if olds[0].ndim == 0:  # a scalar variable: NumPy's `out=` calls on 0-d inputs give scalars
+                    return expression(*olds, *values)
                 return step(buffers(olds), *olds, *values)
             return storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
 
@@ -451,10 +455,10 @@ for _op_type, _refs, _values, _update, _fused, _grad in (
         ("ApplyRMSProp", ("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"), _rms_prop,
          fused_updates.compiled_rms_prop(_rms_prop_into), "grad"),
         ("ApplyCenteredRMSProp", ("var", "mg", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad"),
-         _centered_rms_prop, _centered_rms_prop_into, "grad"),
+         _centered_rms_prop, fused_updates.compiled_centered_rms_prop(_centered_rms_prop_into), "grad"),
         ("ApplyAdagrad", ("var", "accum"), ("lr", "grad"), _adagrad, fused_updates.compiled_adagrad(_adagrad_into),
          "grad"),
         ("ApplyAdadelta", ("var", "accum", "accum_update"), ("lr", "rho", "epsilon", "grad"), _adadelta,
-         _adadelta_into, "grad")):
+         fused_updates.compiled_adadelta(_adadelta_into), "grad")):
     kernel(_op_type, GPU_FLOAT | {_dtypes.bfloat16}, GPU_FLOAT)(_training_kernel(_refs, _values, _update, _grad,
                                                                                  fused=_fused))

@@ -1,5 +1,5 @@
-"""adplace/kernels/fused_updates.py: the dense Adam, Momentum, RMSProp and Adagrad updates as one compiled Numba
-loop each give their NumPy reference's values exactly, and fall back to it where a loop does not apply."""
+"""adplace/kernels/fused_updates.py: the dense Adam, Momentum, RMSProp, centered RMSProp, Adagrad and Adadelta
+updates as one compiled Numba loop each give their NumPy reference's values exactly, and fall back to it where a loop does not apply."""
 import numpy as np
 import pytest
 
@@ -14,6 +14,9 @@ CASES = {
     "momentum": (fused_updates.compiled_momentum, state._momentum_into, 1, (0.05,), (0.9,)),
     "rms_prop": (fused_updates.compiled_rms_prop, state._rms_prop_into, 2, (0.01, 0.9, 0.5, 1e-6), ()),
     "adagrad": (fused_updates.compiled_adagrad, state._adagrad_into, 1, (0.1,), ()),
+    "centered_rms_prop": (fused_updates.compiled_centered_rms_prop, state._centered_rms_prop_into, 3,
+                          (0.01, 0.9, 0.5, 1e-6), ()),
+    "adadelta": (fused_updates.compiled_adadelta, state._adadelta_into, 2, (1.0, 0.95, 1e-6), ()),
 }
 
 
@@ -37,7 +40,7 @@ def _both(name, attrs, refs, inputs):
 
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(), (1,), (7, 5), (300, 200)])
+@pytest.mark.parametrize("shape", [(1,), (7, 5), (300, 200)])  # 0-d: test_scalar_variable_updates.py
 def test_each_loop_equals_its_numpy_update_bit_for_bit(name, dtype, shape):
     fused, expected = _both(name, {}, *_inputs(name, dtype, shape))
     for a, b in zip(fused, expected, strict=True):
@@ -93,8 +96,10 @@ def _train(optimizer, steps: int) -> list:
 
 @pytest.mark.parametrize("optimizer", [lambda: tf.train.AdamOptimizer(0.05), lambda: tf.train.MomentumOptimizer(0.1, 0.9),
                                        lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5),
-                                       lambda: tf.train.AdagradOptimizer(0.1)], ids=["adam", "momentum", "rmsprop",
-                                                                                      "adagrad"])
+                                       lambda: tf.train.AdagradOptimizer(0.1),
+                                       lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True),
+                                       lambda: tf.train.AdadeltaOptimizer(1.0)],
+                         ids=["adam", "momentum", "rmsprop", "adagrad", "centered_rmsprop", "adadelta"])
 def test_training_with_the_loops_equals_training_without_them(monkeypatch, optimizer):
     fused = _train(optimizer, 5)
     monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
