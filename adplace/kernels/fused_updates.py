@@ -3,10 +3,11 @@ slots and the gradient is read once and the new values written once, where NumPy
 (kernels/state.py `_adam_into`, ...) pass over memory five to twelve times. Each loop keeps its reference's order of
 operations in the variable's float type, so the values equal the reference's.
 
-Adam, Momentum, RMSProp, centered RMSProp, Adagrad and Adadelta have loops; their loop modules are generated once per float type and cached on
-disk like the fused elementwise loops (adplace.kernels.cpu_fusion), and run without the GIL. Without Numba, with
-ADPLACE_CPU_FUSION=0, for use_nesterov, Adagrad without update_slots, or arrays a loop does not take (not
-C-contiguous float32/float64 of one size), the reference runs instead.
+Adam, Momentum, RMSProp, centered RMSProp, Adagrad and Adadelta have loops; their loop modules are generated once
+per float type and cached on disk like the fused elementwise loops (adplace.kernels.cpu_fusion), and run without the
+GIL. The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under LOOP_MIN_ELEMENTS, for
+use_nesterov, Adagrad without update_slots, and for arrays a loop does not take (not C-contiguous float32/float64 of
+one size).
 """
 from __future__ import annotations
 
@@ -72,6 +73,9 @@ def _source(name: str, dtype: str) -> _Source:
     return _Source(text, hashlib.sha1(text.encode()).hexdigest()[:20])
 
 
+# Smaller variables take the NumPy form: a call of a Numba loop over 7-9 arrays costs ~4 us in argument checks, and
+# the loop wins from about 4,096 float32 elements on (Adam, measured here).
+LOOP_MIN_ELEMENTS = 4096
 _compiled: dict = {}  # (name, dtype name) -> compiled loop
 _lock = threading.Lock()
 _numba: list = []     # [whether Numba is installed], looked up once
@@ -116,7 +120,7 @@ def _compiled_update(name: str, reference: Callable, split: Callable) -> Callabl
     def update_into(attrs, out, *refs_and_inputs):
         var = refs_and_inputs[0]
         dtype = var.dtype
-        if dtype.kind == "f" and dtype.itemsize in (4, 8) and enabled():
+        if var.size >= LOOP_MIN_ELEMENTS and dtype.kind == "f" and dtype.itemsize in (4, 8) and enabled():
             parts = split(attrs, refs_and_inputs[n_refs:])
             if parts is not None:
                 scalars, grad = parts

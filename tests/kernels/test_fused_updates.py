@@ -8,6 +8,12 @@ from adplace.kernels import fused_updates, state
 
 pytestmark = pytest.mark.skipif(not fused_updates.cpu_fusion.available(), reason="needs Numba (the jit extra)")
 
+
+@pytest.fixture(autouse=True)
+def loops_for_every_size(monkeypatch):
+    """The loops also run for the small arrays these tests use (by default they start at LOOP_MIN_ELEMENTS)."""
+    monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 1)
+
 # name -> (compiled wrapper, reference, slots, scalar inputs before/after the gradient)
 CASES = {
     "adam": (fused_updates.compiled_adam, state._adam_into, 2, (0.9 ** 3, 0.999 ** 3, 0.01, 0.9, 0.999, 1e-7), ()),
@@ -77,6 +83,17 @@ def test_a_loop_runs_for_plain_arrays_and_not_elsewhere(monkeypatch):
     assert calls == ["adam"]
     for a, b in zip(fused, expected, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_variables_under_the_size_threshold_take_the_numpy_form(monkeypatch):
+    calls = []
+    real = fused_updates._loop
+    monkeypatch.setattr(fused_updates, "_loop", lambda name, dtype: calls.append(name) or real(name, dtype))
+    monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 4096)
+    _both("adam", {}, *_inputs("adam", np.float32, (64, 63)))
+    assert calls == []
+    _both("adam", {}, *_inputs("adam", np.float32, (64, 64)))
+    assert calls == ["adam"]
 
 
 def _train(optimizer, steps: int) -> list:

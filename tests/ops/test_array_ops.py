@@ -243,6 +243,15 @@ def test_split_into_equal_pieces():
         np.testing.assert_allclose(got, want)
 
 
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+def test_split_on_every_axis_gives_numpys_pieces(axis):
+    value = np.arange(2 * 6 * 4, dtype=np.float32).reshape(2, 6, 4)
+    parts = run(tf.split(tf.constant(value), 2, axis=axis))
+    for got, want in zip(parts, np.split(value, 2, axis=axis), strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
 def test_split_with_sizes_and_minus_one():
     value = np.arange(12.0).reshape(2, 6)
     parts = tf.split(tf.constant(value), [1, -1, 2], axis=1)
