@@ -111,11 +111,18 @@ def loop_source(members: list[Member], leaf_dtypes: list, leaf_is_array: list) -
 
 
 def available() -> bool:
-    """Whether Numba (the `jit` extra) is installed."""
+    """Whether Numba (the `jit` extra) is installed: a dict lookup once it is imported."""
+    if "numba" in sys.modules:
+        return sys.modules["numba"] is not None  # None: its import is blocked
     try:
         return importlib.util.find_spec("numba") is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules["numba"] is None (import blocked)
+    except (ImportError, ValueError):
         return False
+
+
+def enabled() -> bool:
+    """Whether compiled loops are used at all: Numba is installed and ADPLACE_CPU_FUSION is not 0 (read each call)."""
+    return os.environ.get("ADPLACE_CPU_FUSION", "1") != "0" and available()
 
 
 def cache_dir() -> str:

@@ -12,7 +12,6 @@ one size).
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from typing import Callable, NamedTuple
 
@@ -78,14 +77,6 @@ def _source(name: str, dtype: str) -> _Source:
 LOOP_MIN_ELEMENTS = 4096
 _compiled: dict = {}  # (name, dtype name) -> compiled loop
 _lock = threading.Lock()
-_numba: list = []     # [whether Numba is installed], looked up once
-
-
-def enabled() -> bool:
-    """Whether compiled updates are used: Numba is installed and ADPLACE_CPU_FUSION is not 0 (read at each call)."""
-    if not _numba:
-        _numba.append(cpu_fusion.available())
-    return _numba[0] and os.environ.get("ADPLACE_CPU_FUSION", "1") != "0"
 
 
 def _loop(name: str, dtype: np.dtype):
@@ -120,7 +111,7 @@ def _compiled_update(name: str, reference: Callable, split: Callable) -> Callabl
     def update_into(attrs, out, *refs_and_inputs):
         var = refs_and_inputs[0]
         dtype = var.dtype
-        if var.size >= LOOP_MIN_ELEMENTS and dtype.kind == "f" and dtype.itemsize in (4, 8) and enabled():
+        if var.size >= LOOP_MIN_ELEMENTS and dtype.kind == "f" and dtype.itemsize in (4, 8) and cpu_fusion.enabled():
             parts = split(attrs, refs_and_inputs[n_refs:])
             if parts is not None:
                 scalars, grad = parts

@@ -179,7 +179,7 @@ def cpu_fused_kernel(members: list, plan) -> tuple[Callable, list]:
 def cpu_fusion_enabled(ctx) -> bool:
     """CPU fusion is on unless the session's RewriterConfig turns remapping off, ADPLACE_CPU_FUSION=0, or Numba is
     not installed."""
-    return ctx.fuse_elementwise and os.environ.get("ADPLACE_CPU_FUSION", "1") != "0" and _cpu_codegen.available()
+    return ctx.fuse_elementwise and _cpu_codegen.enabled()
 
 
 def watch_cpu(plan, ctx, reinstall: Callable) -> None:
