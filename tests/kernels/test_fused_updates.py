@@ -66,10 +66,15 @@ def test_special_values_propagate_as_in_numpy(name):
         np.testing.assert_array_equal(a, b)
 
 
-def test_a_loop_runs_for_plain_arrays_and_not_elsewhere(monkeypatch):
-    calls = []
-    real = fused_updates._loop
-    monkeypatch.setattr(fused_updates, "_loop", lambda name, dtype: calls.append(name) or real(name, dtype))
+@pytest.fixture
+def calls(monkeypatch) -> list:
+    """The names of the loops the updates run, in order."""
+    names, real = [], fused_updates._loop
+    monkeypatch.setattr(fused_updates, "_loop", lambda name, dtype: names.append(name) or real(name, dtype))
+    return names
+
+
+def test_a_loop_runs_for_plain_arrays_and_not_elsewhere(monkeypatch, calls):
     refs, inputs = _inputs("adam", np.float32, (8, 4))
     _both("adam", {}, refs, inputs)
     assert calls == ["adam"]
@@ -85,10 +90,7 @@ def test_a_loop_runs_for_plain_arrays_and_not_elsewhere(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
-def test_variables_under_the_size_threshold_take_the_numpy_form(monkeypatch):
-    calls = []
-    real = fused_updates._loop
-    monkeypatch.setattr(fused_updates, "_loop", lambda name, dtype: calls.append(name) or real(name, dtype))
+def test_variables_under_the_size_threshold_take_the_numpy_form(monkeypatch, calls):
     monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 4096)
     _both("adam", {}, *_inputs("adam", np.float32, (64, 63)))
     assert calls == []
