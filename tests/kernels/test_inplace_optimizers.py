@@ -3,7 +3,6 @@ expressions they replace, and the buffer recycling of VariableCell (take_spare):
 previous step's arrays reused only when nothing else refers to them, failed and interrupted steps undone exactly,
 locked updates from many threads counted exactly, fetched values never overwritten."""
 import signal
-import sys
 import threading
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 import adplace as tf
 from adplace.kernels import ftrl, state
 from adplace.ops import training_ops as ops
+from sigint_points import SigintPoints
 
 
 LR, MOM, RHO, EPS = 0.05, 0.9, 0.8, 1e-3
@@ -182,41 +182,13 @@ def test_a_step_failing_after_the_update_leaves_variable_and_slots_exactly_as_be
             _assert_same(sess, variables, clean.run(variables))
 
 
-class _Sigint:
-    """SIGINT raised (KeyboardInterrupt) at the `at`-th function start or C return of a run, by a profile hook."""
-
-    def __init__(self):
-        self.at, self.count, self.fired = -1, -1, False
-
-    def profile(self, frame, event, arg):
-        if self.count < 0 or event not in ("call", "c_return"):
-            return
-        if self.count == self.at:
-            self.fired, self.count = True, -1
-            signal.raise_signal(signal.SIGINT)
-            return
-        self.count += 1
-
-    def run(self, sess, fetch, at):
-        self.at, self.count, self.fired = at, 0, False
-        sys.setprofile(self.profile)
-        try:
-            sess.run(fetch)
-            return "ok"
-        except KeyboardInterrupt:
-            return "interrupted"
-        finally:
-            sys.setprofile(None)
-            self.count = -1
-
-
 def test_ctrl_c_anywhere_in_an_adam_step_leaves_it_all_or_nothing():
     assert threading.current_thread() is threading.main_thread()
     g = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     refs = [tf.Variable(np.full((3, 4), v, np.float32)) for v in (1.0, 0.5, 0.25)]
     train = ops.apply_adam(*refs, *_scalars((0.5, 0.9, 0.1, 0.9, 0.999, 1e-7), np.float32), g)
-    hook = _Sigint()
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    hook = SigintPoints()
+    previous = signal.signal(signal.SIGINT, hook.handler)
     try:
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
@@ -224,7 +196,7 @@ def test_ctrl_c_anywhere_in_an_adam_step_leaves_it_all_or_nothing():
             at = 0
             while True:
                 before = sess.run(refs)
-                outcome = hook.run(sess, train.op, at)
+                outcome = hook.run(sess, train.op, at, budget=1, counting=True)
                 after = sess.run(refs)
                 stepped = state._adam(np, {}, *before, *_scalars((0.5, 0.9, 0.1, 0.9, 0.999, 1e-7), np.float32), g)
                 whole = all(np.array_equal(have, want) for have, want in zip(after, stepped))

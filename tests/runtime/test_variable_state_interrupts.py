@@ -15,60 +15,21 @@ import pytest
 
 import adplace as tf
 from adplace.ops.op_builder import apply_op_1
+from sigint_points import SigintPoints
 
 ROWS = 4
-
-
-class _Sigint:
-    """A SIGINT handler raising KeyboardInterrupt `budget` times, and a profile hook that sends SIGINT at the `at`-th
-    point (function start or C return) counted from `start()`: the run's first, or the first after a kernel's
-    KeyboardInterrupt."""
-
-    def __init__(self):
-        self.budget, self.at, self.count, self.fired = 0, -1, -1, False
-
-    def handler(self, signum, frame):
-        if self.budget > 0:
-            self.budget -= 1
-            raise KeyboardInterrupt
-
-    def start(self) -> None:
-        self.count = 0
-
-    def profile(self, frame, event, arg):
-        if self.count < 0 or event not in ("call", "c_return"):
-            return
-        if self.count == self.at:
-            self.fired = True
-            signal.raise_signal(signal.SIGINT)  # runs the handler installed now, here
-        self.count += 1
-
-    def run(self, sess, fetch, at: int, budget: int, counting: bool) -> str:
-        """sess.run(fetch) with SIGINT at point `at` (counting from the run's start when `counting`, else from
-        `start()`); 'ok' or 'interrupted'."""
-        self.at, self.budget, self.fired = at, budget, False
-        self.count = 0 if counting else -1
-        sys.setprofile(self.profile)
-        try:
-            sess.run(fetch)
-            return "ok"
-        except KeyboardInterrupt:
-            return "interrupted"
-        finally:
-            sys.setprofile(None)
-            self.budget, self.count = 0, -1
 
 
 @pytest.fixture
 def sigint():
     assert threading.current_thread() is threading.main_thread()
-    hook = _Sigint()
+    hook = SigintPoints()
     previous = signal.signal(signal.SIGINT, hook.handler)
     yield hook
     signal.signal(signal.SIGINT, previous)
 
 
-def _interrupting_op(scratch_registry, hook: _Sigint, x):
+def _interrupting_op(scratch_registry, hook: SigintPoints, x):
     """An op whose kernel raises KeyboardInterrupt (as a Ctrl-C landing in it would) and starts the hook's count."""
     scratch_registry.register_op("CtrlCHere", lambda inputs, attrs, name: [(inputs[0]._dtype.base_dtype,
                                                                             inputs[0]._shape)], is_stateful=True)
