@@ -10,7 +10,7 @@ Threads pay only where ops can overlap and are heavy enough to hide the hand-ove
 BLAS threads (adplace.kernels.blas_threads): a step's BLAS kernels use at most `intra_op_parallelism_threads` threads
 when it is set; when it is 0 each product gets a count by its size (one thread under 2**19 multiply-adds, more as it
 grows, up to the library's count), and while a plan runs on the pool at most an equal share of the CPUs, so kernels
-running side by side do not oversubscribe the cores. Counts changed during a step are restored after it.
+running side by side do not oversubscribe the cores. The library's count is restored after each BLAS call.
 """
 from __future__ import annotations
 
