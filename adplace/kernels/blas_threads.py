@@ -103,14 +103,27 @@ class BlasThreads:
         self.current, self._dirty = n, True
 
     # --- steps ------------------------------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Before a BLAS call of a step without a bound of its own: honour the changes made to the libraries' counts
+        since the last call (threadpoolctl, env) and the libraries loaded since, when nothing holds the count."""
+        if self._active or self._bounded or self._dirty or self._make is None:
+            return  # read without the lock: the locked call below checks again
+        with self._lock:
+            self._refresh()
+            if not self._bounded:
+                self.bound = self.original
+
+    def _refresh(self) -> None:
+        if not self._active and not self._bounded and not self._dirty and self._make is not None:
+            if len(sys.modules) != self._modules:  # imports since: maybe another BLAS library
+                self._scan(self._make())
+            elif self._getters:
+                self.current = self.original = self._read()
+
     def begin_step(self, bound: int) -> None:
         """A step starts: its BLAS calls may use up to `bound` threads (0: the library's count at this moment)."""
         with self._lock:
-            if not self._active and not self._bounded and not self._dirty and self._make is not None:
-                if len(sys.modules) != self._modules:  # imports since: maybe another BLAS library
-                    self._scan(self._make())
-                elif self._getters:  # honour changes made between steps (threadpoolctl, env)
-                    self.current = self.original = self._read()
+            self._refresh()
             if bound > 0:
                 self._bounded[bound] = self._bounded.get(bound, 0) + 1
                 self.bound = min(self._bounded)
@@ -239,6 +252,7 @@ class BlasKernel:
     def __call__(self, fn, mnk: int, *args, **kwargs):
         if mnk < TINY_MNK or not POLICY.enabled:
             return fn(*args, **kwargs)
+        POLICY.refresh()
         want = self.pick(mnk)
         ran = POLICY.enter(want)
         try:

@@ -23,7 +23,26 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import broadcast_reduction_axes, dims_text
 from adplace.kernels.gpu import to_host
-from adplace.kernels.registration import ALL, GPU_ALL, fixed, int_tuple, kernel, multi_output, with_xp
+from adplace.kernels.registration import ALL, GPU_ALL, constant_kernel, fixed, int_tuple, kernel, multi_output, with_xp
+
+
+def host_ints(value) -> tuple:
+    """int_tuple's value, taking the common case (a host array of rank 0 or 1: a shape, axes) without its generic
+    conversions: kernels call this on every run."""
+    if type(value) is np.ndarray and value.ndim <= 1:
+        items = value.tolist()
+        return tuple(items) if value.ndim else (items,)
+    return int_tuple(value)
+
+
+def host_int(value):
+    """The first (usually only) element of a scalar shape-like input, as int_tuple(value)[0]."""
+    if type(value) is np.ndarray and value.ndim == 0:
+        return value.tolist()
+    return int_tuple(value)[0]
+
+
+_SHAPE_MEMO_SIZE = 64  # distinct input shapes a kernel remembers the output shape of (more: not remembered)
 
 
 def unfed_placeholder_error(op) -> InvalidArgumentError:
@@ -37,7 +56,7 @@ def unfed_placeholder_error(op) -> InvalidArgumentError:
 @kernel("Const", gpu_types=GPU_ALL)
 def _const(op, ctx):
     value = ctx.to_device(op._attrs["value"])  # uploaded once, when the plan is built
-    return lambda: value
+    return constant_kernel(value)
 
 
 @kernel("Placeholder", gpu_types=GPU_ALL)
@@ -74,7 +93,8 @@ def _reshape(op, ctx):
 
     def reshape(x, shape):
         try:
-            return xp.asarray(x).reshape(int_tuple(shape))
+            dims = tuple(shape.tolist()) if type(shape) is np.ndarray and shape.ndim == 1 else host_ints(shape)
+            return (x if type(x) is np.ndarray else xp.asarray(x)).reshape(dims)
         except ValueError:
             wanted = int_tuple(shape)
             known = math.prod(d for d in wanted if d != -1)
@@ -90,14 +110,22 @@ kernel("Transpose", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, perm: xp.tra
 @kernel("Squeeze", gpu_types=GPU_ALL)
 def _squeeze(op, ctx):
     axes, xp = tuple(op._attrs["squeeze_dims"]) or None, ctx.xp  # a list when imported from a GraphDef
+    out_shapes = {}  # NumPy input shape -> output shape, kept once its checks passed: later runs just reshape
 
     def squeeze(x):
+        if type(x) is np.ndarray:
+            out_shape = out_shapes.get(x.shape)
+            if out_shape is not None:
+                return x.reshape(out_shape)
         if axes is not None:
             for a in axes:
                 if xp.shape(x)[a] != 1:
                     raise InvalidArgumentError(None, op, f"Can not squeeze dim[{a}], expected a dimension of 1, got "
                                                f"{xp.shape(x)[a]}")
-        return xp.squeeze(x, axis=axes)
+        out = xp.squeeze(x, axis=axes)
+        if type(x) is np.ndarray:
+            _remember(out_shapes, x.shape, out.shape)
+        return out
     return squeeze
 
 
@@ -106,50 +134,64 @@ kernel("ExpandDims", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda x, dim: xp.exp
 
 @kernel("Split", gpu_types=GPU_ALL)
 def _split(op, ctx):
-    n, xp = op._attrs["num_split"], ctx.xp
+    n = op._attrs["num_split"]
+    memo = {}  # (input shape, axis) -> the index of each piece, kept once its check passed
 
     def split(axis, x):
-        axis = int_tuple(axis)[0]
-        if xp.shape(x)[axis] % n:
-            raise InvalidArgumentError(None, op, f"Number of ways to split should evenly divide the split dimension, "
-                                       f"but got split_dim {axis} (size = {xp.shape(x)[axis]}) and num_split {n}")
-        return multi_output(_even_pieces(x, n, axis))
+        axis = host_int(axis)
+        key = (x.shape, axis)
+        index = memo.get(key)
+        if index is None:
+            size = x.shape[axis]
+            if size % n:
+                raise InvalidArgumentError(None, op, f"Number of ways to split should evenly divide the split "
+                                           f"dimension, but got split_dim {axis} (size = {size}) and num_split {n}")
+            index = _piece_index([i * (size // n) for i in range(n + 1)], axis, len(x.shape))
+            _remember(memo, key, index)
+        return multi_output([x[i] for i in index])
     return split
 
 
-def _even_pieces(x, n: int, axis: int) -> list:
-    """`x` cut into n equal views along `axis` (xp.split's values, without its per-call Python overhead)."""
-    shape = x.shape
-    axis %= len(shape)
-    size = shape[axis] // n
-    if axis == 0:
-        return [x[i * size:(i + 1) * size] for i in range(n)]
-    index = [slice(None)] * len(shape)
-    pieces = []
-    for i in range(n):
-        index[axis] = slice(i * size, (i + 1) * size)
-        pieces.append(x[tuple(index)])
-    return pieces
+def _piece_index(bounds: list, axis: int, ndim: int) -> list:
+    """The index of each view x[bounds[i]:bounds[i + 1]] along `axis` of a rank-`ndim` x (xp.split's pieces)."""
+    before = (slice(None),) * (axis % ndim)
+    return [(*before, slice(start, end)) if before else slice(start, end) for start, end in zip(bounds, bounds[1:])]
+
+
+def _remember(memo: dict, key, value) -> None:
+    """memo[key] = value, unless the memo holds _SHAPE_MEMO_SIZE entries already (ever new shapes)."""
+    if len(memo) < _SHAPE_MEMO_SIZE:
+        memo[key] = value
 
 
 @kernel("SplitV", gpu_types=GPU_ALL)
 def _split_v(op, ctx):
-    xp = ctx.xp
+    memo = {}  # (input shape, sizes, axis) -> the index of each piece, kept once its check passed
 
     def split_v(x, sizes, axis):
-        axis, sizes = int_tuple(axis)[0], list(int_tuple(sizes))
-        if -1 in sizes:
-            sizes[sizes.index(-1)] = xp.shape(x)[axis] - (sum(sizes) + 1)
-        if sum(sizes) != xp.shape(x)[axis]:
-            raise InvalidArgumentError(None, op, f"Determined shape must either match input shape along split_dim "
-                                       f"exactly if fully specified, or be less than the size of the input along "
-                                       f"split_dim if not fully specified. Got: {sum(sizes)} vs {xp.shape(x)[axis]}")
-        return multi_output(xp.split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis))
+        axis, sizes = host_int(axis), host_ints(sizes)
+        key = (x.shape, sizes, axis)
+        index = memo.get(key)
+        if index is None:
+            size, sizes = x.shape[axis], list(sizes)
+            if -1 in sizes:
+                sizes[sizes.index(-1)] = size - (sum(sizes) + 1)
+            if sum(sizes) != size:
+                raise InvalidArgumentError(None, op, f"Determined shape must either match input shape along "
+                                           f"split_dim exactly if fully specified, or be less than the size of the "
+                                           f"input along split_dim if not fully specified. Got: {sum(sizes)} vs "
+                                           f"{size}")
+            bounds = [0]
+            for s in sizes:
+                bounds.append(bounds[-1] + s)
+            index = _piece_index(bounds, axis, len(x.shape))
+            _remember(memo, key, index)
+        return multi_output([x[i] for i in index])
     return split_v
 
 
 kernel("ConcatV2", gpu_types=GPU_ALL)(with_xp(lambda xp: lambda *args: xp.concatenate(args[:-1],
-                                                                                       axis=int_tuple(args[-1])[0])))
+                                                                                       axis=host_int(args[-1]))))
 
 
 @kernel("Pack", cpu_types=_dtypes.ALL | {_dtypes.resource}, gpu_types=GPU_ALL)
@@ -157,7 +199,35 @@ def _pack(op, ctx):
     axis, xp = op._attrs["axis"], ctx.xp
     if op._outputs[0]._dtype.base_dtype is _dtypes.resource:
         return _pack_handles
-    return lambda *xs: xp.stack(xs, axis=axis)
+    if xp is not np:
+        return lambda *xs: xp.stack(xs, axis=axis)
+    targets = {}  # (input shape, count) -> (output shape, its axes with the new one first), once np.stack took them
+
+    def pack(*xs):
+        """np.stack's value; NumPy arrays of one shape and dtype are written into one fresh array (np.stack's own
+        Python code costs several times as much on small inputs)."""
+        first = xs[0]
+        if type(first) is np.ndarray:
+            shape, dtype = first.shape, first.dtype
+            target = targets.get((shape, len(xs)))
+            if target is not None and not dtype.hasobject:  # an object element may be an array: np.stack unpacks it
+                for x in xs:
+                    if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
+                        break
+                else:
+                    out_shape, order = target
+                    out = np.empty(out_shape, dtype)
+                    rows = out if order is None else out.transpose(order)  # a view: rows[i] is input i's place
+                    for i, x in enumerate(xs):
+                        rows[i] = x
+                    return out
+        out = np.stack(xs, axis=axis)
+        if type(first) is np.ndarray:
+            at = axis % (first.ndim + 1)
+            _remember(targets, (first.shape, len(xs)), (out.shape, (at, *range(at), *range(at + 1, first.ndim + 1))
+                                                        if at else None))
+        return out
+    return pack
 
 
 def _pack_handles(*handles):
@@ -326,4 +396,4 @@ kernel("TruncatedNormal", _dtypes.FLOATING, _dtypes.FLOATING)(_random(_truncated
 
 
 # --- control_flow_ops -----------------------------------------------------------------------------------------------
-kernel("NoOp", None, None)(fixed(lambda *args: None))
+kernel("NoOp", None, None)(fixed(constant_kernel(None)))

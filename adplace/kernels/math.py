@@ -10,6 +10,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
 from adplace.kernels import blas_threads, special
+from adplace.kernels.cpu import host_ints
 from adplace.kernels.output_buffer import OutputBuffer
 from adplace.kernels.registration import GPU_ALL, GPU_FLOAT, GPU_NUMERIC, int_tuple, kernel, with_xp
 
@@ -163,6 +164,17 @@ def _batch_matmul(op, ctx):
         return xp.conj(t) if t.dtype.kind == "c" else t
 
     def batch_matmul(x, y):
+        if on_cpu and type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 == y.ndim:
+            # matrices: an adjoint is the .T view; a small product of BLAS types goes to np.dot (matmul's value for
+            # matrices, with less overhead per call) without the BLAS thread policy
+            x2 = (x.T.conj() if x.dtype.kind == "c" else x.T) if adj_x else x
+            y2 = (y.T.conj() if y.dtype.kind == "c" else y.T) if adj_y else y
+            (rows, inner), (inner_y, cols) = x2.shape, y2.shape
+            if inner == inner_y:
+                mnk = rows * inner * cols
+                if mnk >= blas_threads.TINY_MNK:
+                    return blas(np.matmul, mnk, x2, y2)
+                return np.dot(x2, y2) if x.dtype in _BLAS_TYPES else np.matmul(x2, y2)
         x2, y2 = (adjoint(x) if adj_x else x), (adjoint(y) if adj_y else y)
         try:
             if not on_cpu or x2.ndim < 2 or y2.ndim < 2:
@@ -173,6 +185,9 @@ def _batch_matmul(op, ctx):
                                        f"matrix sizes: {dims_text(x.shape)} vs. {dims_text(y.shape)}") \
                 from None
     return batch_matmul
+
+
+_BLAS_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 
 
 def reduction_axes(op, axis, ndim: int) -> tuple:
@@ -196,9 +211,19 @@ def _reduction(name: str, integer_fn=None):
         is_integer = op._attrs["T"].is_integer
         accumulate_in_float32 = op._attrs["T"] is _dtypes.bfloat16 and name not in ("max", "min")
         reducer = getattr(_CPU_REDUCERS if xp is np else _ARRAY_REDUCERS, name)(xp)
+        identity_when_no_axes = name in ("sum", "prod", "max", "min")  # exact; a mean or norm may round
+        scalar_when_0d = is_integer and integer_fn is not None  # integer_fn gives a NumPy scalar for a 0-d result
+        checked = set()  # (axes, rank) pairs that passed reduction_axes: later runs skip its checks
 
         def reduce(x, axis):
-            axes = reduction_axes(op, axis, np.ndim(x))
+            axes, ndim = host_ints(axis), (x.ndim if type(x) is np.ndarray else np.ndim(x))
+            if not axes and identity_when_no_axes and type(x) is np.ndarray and x.dtype == dtype and \
+                    (ndim or not scalar_when_0d):
+                return x.copy()  # reducing no axis copies the input (Sum is no view op: its output is new)
+            if (axes, ndim) not in checked:
+                reduction_axes(op, axes, ndim)
+                if len(checked) < 64:
+                    checked.add((axes, ndim))
             if accumulate_in_float32:  # a bfloat16 sum rounds every partial sum to 8 bits; TF accumulates in float
                 x = x.astype(np.float32)
             if is_integer and integer_fn is not None:
@@ -275,6 +300,8 @@ def _add_n(xp):
         if len(xs) == 1:
             return xp.array(xs[0], copy=True)
         total = xp.add(xs[0], xs[1])
+        if len(xs) == 2:  # the common case (two gradient paths): nothing to accumulate
+            return total
         if type(total) is not xp.ndarray:  # 0-d inputs give a NumPy scalar, which cannot be written in place
             return functools.reduce(xp.add, xs[2:], total)
         for x in xs[2:]:

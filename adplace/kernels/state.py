@@ -157,11 +157,12 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
                 if old is None:
                     raise FailedPreconditionError(None, op, f"Attempting to use uninitialized variables: {var_op.name}")
             for i, text, valid in scalars:
-                if xp.ndim(values[i]) != 0 or (valid is not None and not valid(values[i])):
-                    raise InvalidArgumentError(None, op, f"{text}: {dims_text(xp.shape(values[i]))}")
-            var_shape = xp.shape(olds[0])
+                value = values[i]
+                if _shape(xp, value) != () or (valid is not None and not valid(value)):
+                    raise InvalidArgumentError(None, op, f"{text}: {dims_text(xp.shape(value))}")
+            var_shape = _shape(xp, olds[0])
             for arg, value in zip(same_shape_names, olds[1:] + [values[grad_at]]):
-                if xp.shape(value) != var_shape:
+                if _shape(xp, value) != var_shape:
                     raise InvalidArgumentError(None, op, f"var and {arg} do not have the same shape"
                                                f"{dims_text(var_shape)} {dims_text(xp.shape(value))}")
 
@@ -175,7 +176,8 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
 
             def new_in_place(olds, values, buffers):
                 checked(olds, values)
-                if olds[0].ndim == 0:  # a scalar variable: NumPy's `out=` calls on 0-d inputs give scalars
+                var = olds[0]  # a scalar variable (NumPy's `out=` calls on 0-d inputs give scalars), or one so small
+                if var.ndim == 0 or var.size < RECYCLE_MIN_ELEMENTS:  # that fewer keywords beat fewer arrays
                     return expression(*olds, *values)
                 return step(buffers(olds), *olds, *values)
             return storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
@@ -185,6 +187,14 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
             return step(*olds, *values)
         return storing_kernel(op, ctx, ref_ops, new_values)
     return factory
+
+
+def _shape(xp, value) -> tuple:
+    """`value`'s shape: its attribute (arrays and array scalars), else the array module's answer (Python numbers)."""
+    try:
+        return value.shape
+    except AttributeError:
+        return xp.shape(value)
 
 
 def _into_new(fused, n_refs: int, *olds_and_values) -> tuple:
@@ -251,10 +261,16 @@ def _spare(cell, like):
     return cell.spare_for(like)
 
 
+RECYCLE_MIN_ELEMENTS = 1024  # a smaller new value goes into a new array: cheaper than taking the spare's lock
+
+
 def _buffers(cells: list, take, olds: list) -> list:
     """One output array per variable: its cell's spare (`take(cell, old)`) or a new array like its old value."""
     out = []
     for cell, old in zip(cells, olds):
+        if old.size < RECYCLE_MIN_ELEMENTS:
+            out.append(np.empty_like(old))
+            continue
         spare = take(cell, old)
         out.append(np.empty_like(old) if spare is None else spare)
     return out
@@ -302,7 +318,8 @@ def _momentum(xp, attrs, var, accum, lr, grad, momentum):
 
 
 def _adam(xp, attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
-    alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
+    lr, beta1, beta2, epsilon = lr[()], beta1[()], beta2[()], epsilon[()]  # array scalars: the same math, faster
+    alpha = lr * xp.sqrt(1 - beta2_power[()]) / (1 - beta1_power[()])
     m = m + (grad - m) * (1 - beta1)
     v = v + (grad * grad - v) * (1 - beta2)
     if attrs.get("use_nesterov"):
@@ -358,7 +375,8 @@ def _momentum_into(attrs, out, var, accum, lr, grad, momentum):
 
 def _adam_into(attrs, out, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
     new_var, new_m, new_v = out
-    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    lr, beta1, beta2, epsilon = lr[()], beta1[()], beta2[()], epsilon[()]  # array scalars: the same float math, faster
+    alpha = lr * np.sqrt(1 - beta2_power[()]) / (1 - beta1_power[()])
     _toward(new_m, m, np.subtract(grad, m, out=new_m), 1 - beta1)
     _toward(new_v, v, _squared_minus(new_v, grad, v), 1 - beta2)
     if attrs.get("use_nesterov"):

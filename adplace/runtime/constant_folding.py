@@ -36,6 +36,8 @@ import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import is_variable_op
+from adplace.kernels.registration import constant_kernel
+from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 MAX_ELEMENTS = 1024  # a computed value larger than this is left to run: shapes and axes are small
 _NEVER = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
@@ -53,11 +55,7 @@ def enabled(config) -> bool:
     return config.graph_options.rewrite_options.constant_folding != options.RewriterConfig.OFF
 
 
-def _as_tuple(slots) -> tuple:
-    return (slots,) if type(slots) is int else slots
-
-
-def _foldable_op(op) -> bool:
+def foldable_op(op) -> bool:
     """Whether `op` may be computed at plan time at all: stateless, deterministic, plain values in and out."""
     op_def = op._op_def
     if op._type in _NEVER or op_def.is_stateful or op_def.ref_inputs or is_variable_op(op):
@@ -97,8 +95,7 @@ def _evaluate(kernel, args: list, n_out: int):
 
 def _stored(values: tuple, n_out: int):
     """A step kernel returning a folded op's stored value(s), as the op's kernel returned them."""
-    result = values[0] if n_out == 1 else values
-    return lambda: result
+    return constant_kernel(values[0] if n_out == 1 else values)
 
 
 def _too_large(op) -> bool:
@@ -109,7 +106,7 @@ def _too_large(op) -> bool:
 def _candidate(index: int, op, plan_lists: tuple, transfer_at: dict, preserved: set, dead: set | None) -> bool:
     """Whether step `index` may be computed outside the run at all (its inputs aside)."""
     kernels, ins, outs, ops, devices = plan_lists
-    if index in transfer_at or op._id in preserved or devices[index].is_cuda or not _foldable_op(op):
+    if index in transfer_at or op._id in preserved or devices[index].is_cuda or not foldable_op(op):
         return False
     in_slots = _as_tuple(ins[index])
     if len(in_slots) != len(op._inputs):

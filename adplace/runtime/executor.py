@@ -20,7 +20,9 @@ from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.kernels.cpu import unfed_placeholder_error
 from adplace.runtime import constant_folding as _constant_folding
 from adplace.runtime import control_flow as _control_flow
+from adplace.runtime import dependency_optimizer as _dependency_optimizer
 from adplace.runtime import fusion as _fusion
+from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 CODEGEN_MAX_STEPS = 20000  # larger plans stay interpreted: compiling a million-line function costs seconds
 TIER_UP_AFTER_RUNS = 2     # interpreted runs before a plan is compiled to straight-line code
@@ -63,11 +65,6 @@ def _fetch_raw(value):
 
 
 _NOTHING = ()
-
-
-def _as_tuple(slots) -> tuple:
-    """Slot lists are stored as an int when they hold one slot (most steps): no tuple per step."""
-    return (slots,) if type(slots) is int else slots
 
 
 class Deadline(NamedTuple):
@@ -124,6 +121,7 @@ class Plan:
         self.fuse_on_cpu = False       # its CPU chains may fuse when it is hot (no dead-value tracking, not a loop's)
         self.folded_ops: list = []     # ops computed when the plan was built (runtime/constant_folding.py)
         self.keyed_ops: list = []      # ops computed once per shape of the run-time values they read (same)
+        self.unread_ops: list = []     # ops whose values nothing reads: their steps only wait (dependency_optimizer)
         self.folded_nodes: list = []   # (op, device, stored values or None) of those whose steps were dropped
         self.mode = "sequential"       # or "parallel" (set by the session's StepRunner)
         self.parallel_run = None       # the threaded runner, when mode is "parallel"
@@ -212,8 +210,11 @@ class Plan:
             namespace[f"k{i}"] = kernel
             ins, outs, frees = _as_tuple(ins), _as_tuple(outs), _as_tuple(frees)
             call = f"k{i}({', '.join(f'v{s}' for s in ins)})"
+            if hasattr(kernel, "constant"):  # a Const, a folded value, a NoOp: its value without a call
+                namespace[f"c{i}"] = kernel.constant
+                call = f"c{i}"
             if not outs or all(s is None for s in outs):
-                line = call
+                line = "pass" if call == f"c{i}" else call
             elif len(outs) == 1:
                 line = f"v{outs[0]} = {call}"
             else:
@@ -461,11 +462,14 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
                 dead_fetches[len(fetch_slots)] = element.name
             fetch_slots.append(slot)
             fetch_copies.append(not is_fed and element._op._op_def.is_view)
-    folded_ops, keyed_ops, folded_nodes = [], [], []
+    folded_ops, keyed_ops, folded_nodes, unread_ops = [], [], [], []
+    fetched_ops = {getattr(e, "_op", e)._id for e in fetch_elements}  # fetched ops run, as grappler keeps them
     if frame == () and ctx.fold_constants:  # a loop's sub-plans run in its frame: nothing there is folded
-        fetched_ops = {getattr(e, "_op", e)._id for e in fetch_elements}  # fetched ops run, as grappler keeps them
         transfer_at, folded_ops, keyed_ops, folded_nodes = _constant_folding.fold(
             (kernels, ins, outs, step_ops, step_devices), transfer_at, fetched_ops, dead)
+    if frame == () and dead is None and ctx.optimize_dependencies:
+        unread_ops = _dependency_optimizer.optimize((kernels, ins, outs, step_ops, step_devices), transfer_at,
+                                                    fetched_ops, fetch_slots)
     fused: dict = {}
     if ctx.fuse_elementwise and ctx.cuda_states and dead is None:
         transfer_at, fused = _fusion.fuse((kernels, ins, outs, step_ops, step_devices), transfer_at,
@@ -475,6 +479,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     plan.fused = fused
     plan.fuse_on_cpu = dead is None and frame == ()
     plan.folded_ops, plan.keyed_ops, plan.folded_nodes = folded_ops, keyed_ops, folded_nodes
+    plan.unread_ops = unread_ops
     plan.feed_tensors = feed_tensors
     plan.raw_fetches = frame != ()
     plan.dead_fetches = dead_fetches

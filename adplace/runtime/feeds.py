@@ -270,6 +270,10 @@ _FORWARDING = frozenset({"RefSwitch", "RefMerge", "SparseAdd", "SparseConcat", "
                          "SparseSparseMinimum", "SparseSplit"})
 
 
+# Training ops only read their gradients and hyperparameters: every new value is computed into a new array.
+_READ_ONLY_UPDATES = ("Apply", "SparseApply")
+
+
 def borrowable_feeds(plan) -> list[bool]:
     """Per feed of `plan`: whether a run may give the kernels the caller's array itself rather than a copy.
 
@@ -277,7 +281,8 @@ def borrowable_feeds(plan) -> list[bool]:
     variable's stored array be read without a copy), so sharing a fed array is safe unless it, or a view of it
     (through view ops, forwarding ops and transfers), could outlive the run or leave it: it is fetched without a
     copy (the fed tensor itself, a Slice, a cond's Merge) or reaches a stateful op (Assign, a queue, a TensorArray,
-    a dataset, a training op may keep it) or a while loop. Computed once per plan (one pass over its steps).
+    a dataset may keep it; training ops, Apply* and SparseApply*, only read theirs) or a while loop (the body may
+    keep a value). Computed once per plan (one pass over its steps).
     """
     with _BORROWABLE_LOCK:  # sessions compile in many threads; a WeakKeyDictionary is not safe for that alone
         borrow = _BORROWABLE.get(plan)
@@ -309,7 +314,7 @@ def _borrowable(plan) -> tuple:
                 continue
         op = ops[i]
         op_def = op._op_def
-        if op_def.is_stateful or op._type == "LoopCond":  # a while loop's step (its body may keep a value)
+        if op_def.is_stateful and not op._type.startswith(_READ_ONLY_UPDATES) or op._type == "LoopCond":
             for k in feeds:
                 borrow[k] = False
         elif op_def.is_view or i in transfers or op._type in _FORWARDING:

@@ -25,6 +25,7 @@ from typing import Callable
 from adplace.framework.registry import kernel_dtype
 from adplace.kernels import cpu_fusion as _cpu_codegen
 from adplace.kernels import fusion as _codegen
+from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 MIN_CPU_MEMBERS = 3             # smaller CPU groups save too little to be worth a compiled loop
 MAX_CPU_MEMBERS = 48            # longer chains are cut: a loop this long compiles in well under a second, runs as
@@ -36,10 +37,6 @@ CPU_CALL_MAX_ELEMENTS = 64      # longer arrays leave library calls (sin, exp, t
 
 def _fusible(op) -> bool:
     return _codegen.fusible(op._type, kernel_dtype(op)) and len(op._outputs) == 1
-
-
-def _as_tuple(slots) -> tuple:
-    return (slots,) if type(slots) is int else slots
 
 
 def find_groups(ins: list, outs: list, ops: list, devices: list, transfer_at, keep: set, cuda: bool = True,

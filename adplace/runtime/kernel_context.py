@@ -38,6 +38,7 @@ class KernelContext:
     write_rows = staticmethod(variable_state.write_rows)  # row writes (Scatter*, SparseApply*): in place when safe
     fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
     fold_constants = True    # compute constant subgraphs when plans are built (RewriterConfig.constant_folding)
+    optimize_dependencies = True  # values nothing reads are not computed (RewriterConfig.dependency_optimization)
 
     def __init__(self, placement, target: bytes | None = b""):
         self._placement = placement

@@ -92,10 +92,13 @@ class StepRunner:
 
     # --- modes ------------------------------------------------------------------------------------------------
     def _install(self, plan: Plan) -> None:
-        """Point plan.fn at the sequential runner, inside the step's BLAS bound when one is set or the plan holds
-        BLAS kernels (whose per-product thread counts are restored after the step)."""
+        """Point plan.fn at the sequential runner, inside the step's BLAS bound when one is set. Without one, BLAS
+        kernels size each product themselves (blas_threads.POLICY, attached here to the BLAS libraries once), each
+        reading the libraries' own count first and restoring it after."""
         sequential = plan.sequential
-        if not self.intra_threads and not any(op.type in parallel.BLAS_OPS for op in plan.ops):
+        if not self.intra_threads:
+            if any(op.type in parallel.BLAS_OPS for op in plan.ops):
+                self._blas()
             plan.fn = sequential
             return
         blas = self._blas

@@ -26,6 +26,7 @@ import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.lib import protos
+from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 _MB = 1048576.0
 _LABEL = re.compile(r"(?:\[[^\]]*\] )*(.*) = (.*)\((.*)\)")
@@ -103,10 +104,6 @@ def _step_names(plan) -> tuple[list, dict]:
             if slot is not None:
                 labels[slot] = label
     return names, labels
-
-
-def _as_tuple(slots) -> tuple:
-    return (slots,) if type(slots) is int else slots
 
 
 def _allocator_name(device_type: str, index: int) -> str:

@@ -45,6 +45,12 @@ SPARSE = [
 SHAPE = (6, 5)
 
 
+@pytest.fixture(autouse=True)
+def _recycle_small_variables(monkeypatch):
+    """These tests use small variables: let them recycle buffers as large ones do (state.RECYCLE_MIN_ELEMENTS)."""
+    monkeypatch.setattr(state, "RECYCLE_MIN_ELEMENTS", 0)
+
+
 def _start(n, dtype, rng):
     return [rng.uniform(0.1, 1.0, SHAPE).astype(dtype) for _ in range(n)]
 
@@ -120,6 +126,31 @@ def test_a_step_computes_into_the_arrays_the_step_before_replaced():
             for seen, cell in zip(addresses, cells):
                 seen.add(cell.value.ctypes.data)
         assert [len(seen) for seen in addresses] == [2, 2, 2]  # two arrays per variable, taking turns
+
+
+def test_only_variables_of_the_recycling_size_take_their_spares(monkeypatch):
+    from adplace.runtime.variable_state import VariableCell
+    taken = []
+    take_spare = VariableCell.take_spare
+    monkeypatch.setattr(VariableCell, "take_spare", lambda cell, like: taken.append(cell) or take_spare(cell, like))
+
+    def train_with(limit):
+        monkeypatch.setattr(state, "RECYCLE_MIN_ELEMENTS", limit)
+        del taken[:]
+        with tf.Graph().as_default():
+            w, _, train = _adam_graph((6, 5))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(3):
+                    sess.run(train)
+                return len(taken), sess.run(w)
+
+    takes, recycled = train_with(30)
+    assert takes == 9  # var, m and v each step: 30 elements reach the limit
+    takes, fresh = train_with(31)
+    assert takes == 0
+    np.testing.assert_array_equal(fresh, recycled)
+    assert np.all(recycled > 1.29)  # three Adam steps of about lr each, toward 3
 
 
 def test_an_array_someone_holds_is_never_written_again():

@@ -81,7 +81,13 @@ def _graphs():
         _, out = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * 1.0), [tf.constant(0), x])
         return out, x
 
+    def applied_as_a_gradient():  # training ops only read their gradients
+        x = tf.placeholder(tf.float32, [4], name="x")
+        v = tf.Variable(tf.zeros([4]), name="v")
+        return tf.train.AdamOptimizer(0.1).apply_gradients([(x, v)]), x
+
     return {"add": (add, True), "fetched_itself": (fetched_itself, False),
+            "applied_as_a_gradient": (applied_as_a_gradient, True),
             "identity_fetched": (identity_fetched, True), "slice_fetched": (slice_fetched, True),
             "cond_fetched": (cond_fetched, True), "assigned_through_a_view": (assigned_through_a_view, False),
             "assigned_after_a_computation": (assigned_after_a_computation, True), "enqueued": (enqueued, False),
@@ -225,6 +231,36 @@ def test_variables_and_queues_never_keep_the_callers_array():
     np.testing.assert_allclose(sess.run(w), np.sin(np.arange(4, dtype=np.float32)))
     np.testing.assert_array_equal(sess.run(q.dequeue()), [0.0, 1.0, 2.0, 3.0])
     np.testing.assert_array_equal(sess.run(q.dequeue()), [0.0, 1.0, 2.0, 3.0])
+
+
+OPTIMIZERS = {"sgd": lambda: tf.train.GradientDescentOptimizer(0.1),
+              "momentum": lambda: tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+              "adam": lambda: tf.train.AdamOptimizer(0.1), "rmsprop": lambda: tf.train.RMSPropOptimizer(0.1),
+              "centered": lambda: tf.train.RMSPropOptimizer(0.1, momentum=0.5, centered=True),
+              "adagrad": lambda: tf.train.AdagradOptimizer(0.1), "adadelta": lambda: tf.train.AdadeltaOptimizer(1.0),
+              "ftrl": lambda: tf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01)}
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_training_ops_borrow_fed_gradients_and_never_keep_them(name, sparse):
+    n = 5000  # over the compiled loops' size: both the loops and the NumPy forms read the borrowed array
+    v = tf.Variable(np.linspace(-1.0, 1.0, n, dtype=np.float32).reshape(1000, 5), name="v")
+    g = tf.placeholder(tf.float32, [4, 5] if sparse else [1000, 5], name="g")
+    grad = tf.IndexedSlices(g, tf.constant([3, 1, 999, 0]), tf.constant([1000, 5])) if sparse else g
+    opt = OPTIMIZERS[name]()
+    train = opt.apply_gradients([(grad, v)])
+    variables = tf.global_variables()
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    feed = np.random.default_rng(0).standard_normal(g.shape.as_list()).astype(np.float32)
+    assert borrowable_feeds(sess.plan_for(train, {g: feed})) == [True]
+    sess.run(train, {g: feed})
+    after = sess.run(variables)
+    feed[...] = np.nan  # the caller reuses its array: no variable or slot may see it
+    for value, want in zip(sess.run(variables), after):
+        np.testing.assert_array_equal(value, want)
+    assert not np.isnan(after[0]).any() and not np.array_equal(after[0], sess.run(v.initial_value))
 
 
 def test_a_fed_array_is_left_as_it_was():

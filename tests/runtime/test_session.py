@@ -235,7 +235,8 @@ def _failing_step(chain_length: int):
     h = x
     for _ in range(chain_length):
         h = tf.sin(h)
-    train = tf.group(tf.assign_add(v, 1.0), tf.reshape(h, [3], name="bad_reshape"))
+    # CheckNumerics reads the reshape: a value only grouped would not be computed (grappler's NoOp conversion)
+    train = tf.group(tf.assign_add(v, 1.0), tf.check_numerics(tf.reshape(h, [3], name="bad_reshape"), "read"))
     return v, x, train
 
 
@@ -263,7 +264,7 @@ def test_a_failing_step_restores_every_variable_it_wrote():
     w = tf.Variable(5, name="w")
     x = tf.placeholder(tf.float32, [None], name="x")
     step = tf.group(tf.assign(v, [7.0, 7.0]), tf.assign_add(w, 1), tf.assign_sub(v, [1.0, 1.0]),
-                    tf.reshape(x, [3], name="bad"))
+                    tf.check_numerics(tf.reshape(x, [3], name="bad"), "read"))
     sess = tf.Session()
     sess.run([v.initializer, w.initializer])
     with pytest.raises(InvalidArgumentError, match="bad"):
@@ -466,7 +467,7 @@ def test_concurrent_steps_do_not_undo_each_other():
     import threading
     a, b = tf.Variable(0.0, name="a"), tf.Variable(0.0, name="b")
     bad = tf.placeholder(tf.float32, [None])
-    failing = tf.group(tf.assign_add(a, 1.0), tf.reshape(bad, [3]))
+    failing = tf.group(tf.assign_add(a, 1.0), tf.check_numerics(tf.reshape(bad, [3]), "read"))
     good = tf.assign_add(b, 1.0)
     sess = tf.Session()
     sess.run(tf.global_variables_initializer())

@@ -185,7 +185,7 @@ def test_ctrl_c_after_commit_keeps_the_step_and_a_later_failure_does_not_undo_it
     v, w = tf.Variable(0.0, name="v"), tf.Variable(0.0, name="w")
     inc = tf.assign_add(v, 1.0)
     bad = tf.placeholder(tf.float32, [None])
-    failing = tf.group(tf.assign_add(w, 10.0), tf.reshape(bad, [3]))
+    failing = tf.group(tf.assign_add(w, 10.0), tf.check_numerics(tf.reshape(bad, [3]), "read"))  # a read value
     sess = tf.Session(config=config)
     sess.run([v.initializer, w.initializer])
     ran, interrupted = BaseSession._ran, []
