@@ -23,7 +23,8 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import broadcast_reduction_axes, dims_text
 from adplace.kernels.gpu import to_host
-from adplace.kernels.registration import ALL, GPU_ALL, constant_kernel, fixed, int_tuple, kernel, multi_output, with_xp
+from adplace.kernels.registration import (ALL, GPU_ALL, constant_kernel, fixed, forward, int_tuple, kernel,
+                                          multi_output, with_xp)
 
 
 def host_ints(value) -> tuple:
@@ -67,9 +68,9 @@ def _placeholder(op, ctx):
 
 
 # Identity also passes handles and datasets along (a TF function returning a dataset ends in Identity(variant)).
-kernel("Identity", cpu_types=ALL | {_dtypes.resource, _dtypes.variant}, gpu_types=GPU_ALL)(fixed(lambda x: x))
-kernel("StopGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
-kernel("PreventGradient", gpu_types=GPU_ALL)(fixed(lambda x: x))
+kernel("Identity", cpu_types=ALL | {_dtypes.resource, _dtypes.variant}, gpu_types=GPU_ALL)(fixed(forward))
+kernel("StopGradient", gpu_types=GPU_ALL)(fixed(forward))
+kernel("PreventGradient", gpu_types=GPU_ALL)(fixed(forward))
 
 
 @kernel("Shape", gpu_types=GPU_ALL)

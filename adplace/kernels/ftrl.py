@@ -8,13 +8,15 @@ and their sparse forms, with TF's math and order of operations (training_ops.cc)
 
 grad' is grad, or grad + 2 * l2_shrinkage * var for the V2 ops. With `multiply_linear_by_lr` (TF 2.x) linear holds
 lr * linear: linear += grad' * lr - (...) * var; var = (l1 * lr * sign(linear) - linear) / (new_accum ** -lr_power +
-2 * l2 * lr) where |linear| > l1 * lr. Stored as the other training kernels store (adplace.kernels.state).
+2 * l2 * lr) where |linear| > l1 * lr. Stored as the other training kernels store (adplace.kernels.state); on NumPy
+the update is one compiled loop where it applies (adplace.kernels.fused_updates), equal to `_ftrl_into`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
+from adplace.kernels import fused_updates
 from adplace.kernels.registration import GPU_FLOATING, kernel
 from adplace.kernels.scatter import _rows_of
 from adplace.kernels.state import _training_kernel
@@ -111,8 +113,9 @@ _RULES = {"lr": ("lr is not a positive scalar", _positive),
 _REFS = ("var", "accum", "linear")
 
 for _op_type, _values, _update, _fused in (
-        ("ApplyFtrl", ("grad", "lr", "l1", "l2", "lr_power"), _ftrl, _ftrl_into),
-        ("ApplyFtrlV2", ("grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2, _ftrl_v2_into)):
+        ("ApplyFtrl", ("grad", "lr", "l1", "l2", "lr_power"), _ftrl, fused_updates.compiled_ftrl(_ftrl_into)),
+        ("ApplyFtrlV2", ("grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2,
+         fused_updates.compiled_ftrl_v2(_ftrl_v2_into))):
     kernel(_op_type, _FTRL_TYPES, GPU_FLOATING)(_training_kernel(_REFS, _values, _update, fused=_fused,
                                                                  scalar_rules=_RULES))
     _sparse_values = _values[:1] + ("indices",) + _values[1:]

@@ -3,11 +3,15 @@ slots and the gradient is read once and the new values written once, where NumPy
 (kernels/state.py `_adam_into`, ...) pass over memory five to twelve times. Each loop keeps its reference's order of
 operations in the variable's float type, so the values equal the reference's.
 
-Adam, Momentum, RMSProp, centered RMSProp, Adagrad and Adadelta have loops; their loop modules are generated once
-per float type and cached on disk like the fused elementwise loops (adplace.kernels.cpu_fusion), and run without the
-GIL. The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under LOOP_MIN_ELEMENTS, for
-use_nesterov, Adagrad without update_slots, and for arrays a loop does not take (not C-contiguous float32/float64 of
-one size).
+Adam, Momentum, RMSProp, centered RMSProp, Adagrad, Adadelta and FTRL (V1 and V2) have loops; their loop modules
+are generated once per float type and cached on disk like the fused elementwise loops (adplace.kernels.cpu_fusion),
+and run without the GIL. The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
+LOOP_MIN_ELEMENTS, for use_nesterov, Adagrad without update_slots, FTRL with multiply_linear_by_lr, and for arrays a
+loop does not take (not C-contiguous float32/float64 of one size).
+
+FTRL with learning_rate_power -0.5 takes square roots, exact in both. Any other power keeps NumPy's `np.power`
+(its SIMD pow differs from libm's, which Numba calls, in the last bit): the accumulator and both powers are computed
+by NumPy as the reference does, then one loop does the rest.
 """
 from __future__ import annotations
 
@@ -57,6 +61,33 @@ _LOOPS = {
         new_var[i] = var[i] - u * lr"""),
 }
 
+# FTRL (kernels/ftrl.py `_ftrl_into`): `pn`/`po` are the new/old accumulator to the power -lr_power; where |linear|
+# > l1, var = (sign(linear) * l1 - linear) / (pn / lr + 2 * l2), else 0.
+_FTRL_SQRT = """\
+        a = accum[i]
+        na = a + g * g
+        pn = np.sqrt(na)
+        po = np.sqrt(a)
+"""
+_FTRL_POWERS = """\
+        na = new_accum[i]
+        pn = new_var[i]
+        po = new_linear[i]
+"""
+_FTRL_TAIL = """\
+        sv = (pn - po) / lr * var[i]
+        lin = linear[i] + ({shrunk} - sv)
+        new_accum[i] = na
+        new_linear[i] = lin
+        if abs(lin) > l1:
+            new_var[i] = ((l1 if lin > 0 else -l1) - lin) / (pn / lr + l2x2)
+        else:
+            new_var[i] = 0"""
+for _name, _head in (("ftrl", _FTRL_SQRT), ("ftrl_powers", _FTRL_POWERS)):
+    _LOOPS[_name] = (("accum", "linear"), ("lr", "l1", "l2x2"), _head + _FTRL_TAIL.format(shrunk="g"))
+    _LOOPS[_name + "_v2"] = (("accum", "linear"), ("lr", "l1", "l2x2", "shrink2"),
+                             _head + _FTRL_TAIL.format(shrunk="(var[i] * shrink2 + g)"))
+
 
 class _Source(NamedTuple):
     text: str
@@ -103,21 +134,26 @@ def _flat(array, dtype: np.dtype, size: int):
         array.flags.c_contiguous else None
 
 
-def _compiled_update(name: str, reference: Callable, split: Callable) -> Callable:
+def _compiled_update(name: str, reference: Callable, split: Callable, prepare: Callable | None = None) -> Callable:
     """`reference`'s signature `(attrs, out, *refs, *inputs)`, computed by loop `name` where it applies;
-    `split(attrs, inputs)` gives (the loop's scalars, the gradient), or None where the loop does not apply."""
+    `split(attrs, inputs)` gives (the loop's scalars, the gradient), or None where the loop does not apply. A split
+    may name another loop of the same refs and scalars as a third item; `prepare(out, refs, inputs)` then runs first
+    (FTRL's NumPy powers)."""
     n_refs = 1 + len(_LOOPS[name][0])
 
     def update_into(attrs, out, *refs_and_inputs):
         var = refs_and_inputs[0]
         dtype = var.dtype
         if var.size >= LOOP_MIN_ELEMENTS and dtype.kind == "f" and dtype.itemsize in (4, 8) and cpu_fusion.enabled():
-            parts = split(attrs, refs_and_inputs[n_refs:])
+            inputs = refs_and_inputs[n_refs:]
+            parts = split(attrs, inputs)
             if parts is not None:
-                scalars, grad = parts
+                scalars, grad = parts[:2]
                 arrays = [_flat(a, dtype, var.size) for a in (*refs_and_inputs[:n_refs], grad, *out)]
                 if all(a is not None for a in arrays):
-                    _loop(name, dtype)(*arrays, *[dtype.type(s) for s in scalars])
+                    if len(parts) > 2:
+                        prepare(out, refs_and_inputs[:n_refs], inputs)
+                    _loop(parts[2] if len(parts) > 2 else name, dtype)(*arrays, *[dtype.type(s) for s in scalars])
                     return out
         return reference(attrs, out, *refs_and_inputs)
     return update_into
@@ -173,3 +209,35 @@ def compiled_centered_rms_prop(reference: Callable) -> Callable:
 
 def compiled_adadelta(reference: Callable) -> Callable:
     return _compiled_update("adadelta", reference, _adadelta_split)
+
+
+def _ftrl_split(v2: bool) -> Callable:
+    """FTRL's (scalars, grad[, the powers loop]); the V2 inputs carry l2_shrinkage before lr_power."""
+    def split(attrs, inputs):
+        if attrs.get("multiply_linear_by_lr"):
+            return None
+        grad, lr, l1, l2, *rest = inputs
+        lr_power = rest[-1]
+        scalars = (lr, l1, 2 * l2, 2 * rest[0]) if v2 else (lr, l1, 2 * l2)
+        suffix = "_v2" if v2 else ""
+        return (scalars, grad) if lr_power == -0.5 else (scalars, grad, "ftrl_powers" + suffix)
+    return split
+
+
+def _ftrl_powers(out, refs, inputs):
+    """As the reference: new accum = accum + grad * grad, and its and the old accum's powers by NumPy's np.power,
+    into new_accum, new_var and new_linear (the loop reads them there)."""
+    new_var, new_accum, new_linear = out
+    grad, exponent = inputs[0], -inputs[-1]
+    np.multiply(grad, grad, out=new_accum)
+    np.add(refs[1], new_accum, out=new_accum)
+    np.power(new_accum, exponent, out=new_var)
+    np.power(refs[1], exponent, out=new_linear)
+
+
+def compiled_ftrl(reference: Callable) -> Callable:
+    return _compiled_update("ftrl", reference, _ftrl_split(False), _ftrl_powers)
+
+
+def compiled_ftrl_v2(reference: Callable) -> Callable:
+    return _compiled_update("ftrl_v2", reference, _ftrl_split(True), _ftrl_powers)

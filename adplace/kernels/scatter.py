@@ -18,6 +18,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError, OutOfRangeError
 from adplace.framework.operation import ref_variable
 from adplace.framework.tensor_shape import dims_text
+from adplace.kernels import fused_updates
 from adplace.kernels.gpu import to_host
 from adplace.kernels.repeated_index import in_rounds, rounds, ufunc_at
 from adplace.kernels.registration import GPU_FLOAT, GPU_FLOATING, NO_GPU, kernel
@@ -189,27 +190,36 @@ def _rows_of(n_refs: int, grad_at: int, indices_at: int):
             if bad.size:
                 raise InvalidArgumentError(None, op, f"Index {indices[bad[0]]} at offset {bad[0]} in indices is out "
                                            f"of range")
-            news = [target(old, indices, var_shape if i == 0 else xp.shape(old))
-                    for i, (target, old) in enumerate(zip(targets, olds))]
-            for positions, distinct in rounds(indices):
-                at = xp.asarray(distinct)
-                values[grad_at] = grad[xp.asarray(positions)]
-                for new, row_values in zip(news, step(*[new[at] for new in news], *values)):
+            plan = rounds(indices)
+            rows = plan[0][1] if plan else indices  # the first round names every row once
+            at = xp.asarray(rows)
+            old_rows = [old[at] for old in olds]  # the first round's inputs, and the undo records of in-place writes
+            news = [target(old, rows, xp.shape(old), before) for target, old, before in zip(targets, olds, old_rows)]
+            for k, (positions, distinct) in enumerate(plan):
+                if k:
+                    at = xp.asarray(distinct)
+                values[grad_at] = grad if len(plan) == 1 else grad[xp.asarray(positions)]  # one round: every row
+                for new, row_values in zip(news, step(*(old_rows if k == 0 else [new[at] for new in news]), *values)):
                     new[at] = row_values
             return news
         return sparse_step
     return by_rows
 
 
+# The gathered rows are plain C-contiguous arrays: from LOOP_MIN_ELEMENTS elements on, the compiled loops of
+# kernels/fused_updates.py update them in one pass (the same values as the `*_into` forms).
 for _op_type, _refs, _values, _update, _fused in (
-        ("SparseApplyMomentum", ("var", "accum"), ("lr", "grad", "indices", "momentum"), _momentum, _momentum_into),
-        ("SparseApplyAdagrad", ("var", "accum"), ("lr", "grad", "indices"), _adagrad, _adagrad_into),
+        ("SparseApplyMomentum", ("var", "accum"), ("lr", "grad", "indices", "momentum"), _momentum,
+         fused_updates.compiled_momentum(_momentum_into)),
+        ("SparseApplyAdagrad", ("var", "accum"), ("lr", "grad", "indices"), _adagrad,
+         fused_updates.compiled_adagrad(_adagrad_into)),
         ("SparseApplyAdadelta", ("var", "accum", "accum_update"), ("lr", "rho", "epsilon", "grad", "indices"),
-         _adadelta, _adadelta_into),
+         _adadelta, fused_updates.compiled_adadelta(_adadelta_into)),
         ("SparseApplyRMSProp", ("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad", "indices"),
-         _rms_prop, _rms_prop_into),
+         _rms_prop, fused_updates.compiled_rms_prop(_rms_prop_into)),
         ("SparseApplyCenteredRMSProp", ("var", "mg", "ms", "mom"),
-         ("lr", "rho", "momentum", "epsilon", "grad", "indices"), _centered_rms_prop, _centered_rms_prop_into)):
+         ("lr", "rho", "momentum", "epsilon", "grad", "indices"), _centered_rms_prop,
+         fused_updates.compiled_centered_rms_prop(_centered_rms_prop_into))):
     _by_rows = _rows_of(len(_refs), _values.index("grad"), _values.index("indices"))
     kernel(_op_type, GPU_FLOAT | {_dtypes.bfloat16}, GPU_FLOAT)(_training_kernel(_refs, _values, _update,
                                                                                  by_rows=_by_rows, fused=_fused))

@@ -215,9 +215,10 @@ def storing_kernel(op, ctx, ref_ops: list, new_values, rows: bool = False, recyc
     old values, as for any store, so nothing is copied and an undo finds them intact.
 
     A row write (`rows=True`: Scatter*, SparseApply*) is called as `new_values(olds, inputs, targets)` and asks
-    `targets[i](old, rows, view_shape)` for the array to write variable i's rows into: the stored array itself when
-    nothing else refers to it (`VariableCell.claim_in_place`; its old rows journaled), else a copy. So updating a few
-    rows of a large table costs those rows, not the table. Row writes always hold their variables' locks."""
+    `targets[i](old, rows, view_shape[, old_rows])` for the array to write variable i's rows into: the stored array
+    itself when nothing else refers to it (`VariableCell.claim_in_place`; its old rows journaled: `old_rows` when the
+    caller gathered them already, as SparseApply* does), else a copy. So updating a few rows of a large table costs
+    those rows, not the table. Row writes always hold their variables' locks."""
     cells = [ctx.variable(var_op) for var_op in ref_ops]
     steps = ctx.steps
     if rows or _use_locking(op, default=False):

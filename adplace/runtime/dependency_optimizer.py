@@ -42,30 +42,41 @@ def _convertible(op) -> bool:
     return bool(op._outputs) and op._type not in _KEEP and foldable_op(op)  # a variable's read has a ref input
 
 
-def optimize(plan_lists: tuple, transfer_at: dict, preserved: set, fetch_slots: list) -> list:
+def optimize(plan_lists: tuple, transfer_at: dict, preserved: set, fetch_slots: list, n_slots: int) -> list:
     """Convert the plan's unread steps in place (kernels, ins, outs, ops, devices); return their ops, in step order.
 
-    `preserved`: the ids of the fetched ops; `fetch_slots`: the slots the run returns.
+    `preserved`: the ids of the fetched ops; `fetch_slots`: the slots the run returns, of `n_slots`.
     """
     kernels, ins, outs, ops, _ = plan_lists
-    reads: dict[int, int] = {}  # slot -> how many steps that stay (or fetches) read it
+    reads = [0] * n_slots  # slot -> how many steps that stay (or fetches) read it
     for in_slots in ins:
-        for s in _as_tuple(in_slots):
-            reads[s] = reads.get(s, 0) + 1
+        if type(in_slots) is int:
+            reads[in_slots] += 1
+        else:
+            for s in in_slots:
+                reads[s] += 1
     for s in fetch_slots:
-        reads[s] = reads.get(s, 0) + 1
+        reads[s] += 1
     converted: dict[int, tuple] = {}  # step -> the slots it now waits on
     producer: dict[int, int] = {}
     for index in range(len(ops) - 1, -1, -1):
-        out_slots = [s for s in _as_tuple(outs[index]) if s is not None]
+        out = outs[index]
+        if type(out) is int:  # most steps: one output, read (decided first: a plan may hold millions of steps)
+            if reads[out]:
+                continue
+            out_slots: tuple = (out,)
+        else:
+            out_slots = tuple(s for s in out if s is not None)
+            if not out_slots or any(reads[s] for s in out_slots):
+                continue
         op = ops[index]
-        if not out_slots or index in transfer_at or op._id in preserved or any(reads.get(s) for s in out_slots) \
-                or len(_as_tuple(ins[index])) != len(op._inputs) or not _convertible(op):
+        in_slots = _as_tuple(ins[index])
+        if index in transfer_at or op._id in preserved or len(in_slots) != len(op._inputs) or not _convertible(op):
             continue
         converted[index] = _NOTHING
         for s in out_slots:
             producer[s] = index
-        for s in _as_tuple(ins[index]):
+        for s in in_slots:
             reads[s] -= 1
     if not converted:
         return []

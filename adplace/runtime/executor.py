@@ -18,6 +18,7 @@ import numpy as np
 from adplace.framework import errors
 from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.kernels.cpu import unfed_placeholder_error
+from adplace.kernels.registration import forward as _forward
 from adplace.runtime import constant_folding as _constant_folding
 from adplace.runtime import control_flow as _control_flow
 from adplace.runtime import dependency_optimizer as _dependency_optimizer
@@ -213,6 +214,8 @@ class Plan:
             if hasattr(kernel, "constant"):  # a Const, a folded value, a NoOp: its value without a call
                 namespace[f"c{i}"] = kernel.constant
                 call = f"c{i}"
+            elif kernel is _forward and len(ins) == 1:  # Identity: the value itself
+                call = f"v{ins[0]}"
             if not outs or all(s is None for s in outs):
                 line = "pass" if call == f"c{i}" else call
             elif len(outs) == 1:
@@ -469,7 +472,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             (kernels, ins, outs, step_ops, step_devices), transfer_at, fetched_ops, dead)
     if frame == () and dead is None and ctx.optimize_dependencies:
         unread_ops = _dependency_optimizer.optimize((kernels, ins, outs, step_ops, step_devices), transfer_at,
-                                                    fetched_ops, fetch_slots)
+                                                    fetched_ops, fetch_slots, len(where))
     fused: dict = {}
     if ctx.fuse_elementwise and ctx.cuda_states and dead is None:
         transfer_at, fused = _fusion.fuse((kernels, ins, outs, step_ops, step_devices), transfer_at,

@@ -30,6 +30,9 @@ from adplace.runtime.plan_slots import as_tuple as _as_tuple
 MIN_CPU_MEMBERS = 3             # smaller CPU groups save too little to be worth a compiled loop
 MAX_CPU_MEMBERS = 48            # longer chains are cut: a loop this long compiles in well under a second, runs as
                                 # fast per op as a longer one, and cut chains often repeat one loop (compiled once)
+LONG_ARRAY_ELEMENTS = 2048      # from this many elements loops are cut shorter: LLVM keeps a short body in vector
+MAX_CPU_MEMBERS_LONG = 16       # registers (16 ops: a 1,000-op float32 chain of 4,096 to 65,536 elements at 0.19-0.21x
+                                # NumPy's loop, against 0.23-0.33x with 48; under 1,024 elements 48 stays faster)
 CPU_FUSION_MIN_NS = 20_000_000  # estimated unfused time of a plan's groups, summed over runs, before they compile
 STEP_NS, ELEMENT_NS = 1_000, 1  # the estimate: per unfused step, plus per element it computes
 CPU_CALL_MAX_ELEMENTS = 64      # longer arrays leave library calls (sin, exp, tanh...) to NumPy's SIMD loops
@@ -40,10 +43,11 @@ def _fusible(op) -> bool:
 
 
 def find_groups(ins: list, outs: list, ops: list, devices: list, transfer_at, keep: set, cuda: bool = True,
-                min_members: int = 2, max_members: int | None = None, accept: Callable = _fusible) -> dict:
+                min_members: int = 2, max_members: int | Callable | None = None, accept: Callable = _fusible) -> dict:
     """root step -> member steps in order (root last), for groups of `min_members` or more fusible steps (`accept`)
     on CUDA devices (`cuda`) or on the others, none of them in `transfer_at` (transfers and steps left alone); a
-    group holding `max_members` takes no more (the next one starts below)."""
+    group holding `max_members` (or `max_members(elements of its shape)`) takes no more (the next one starts
+    below)."""
     size: dict[int, int] = {}
     readers: dict[int, set] = {}
     for index, slots in enumerate(ins):
@@ -52,20 +56,21 @@ def find_groups(ins: list, outs: list, ops: list, devices: list, transfer_at, ke
     root_of: list = [None] * len(ops)
     for index in range(len(ops) - 1, -1, -1):
         op, device = ops[index], devices[index]
+        out = outs[index]
         if index in transfer_at or device.is_cuda != cuda or not accept(op) or \
-                len(_as_tuple(ins[index])) != len(op._inputs):
-            continue
+                len(_as_tuple(ins[index])) != len(op._inputs) or type(out) is not int:
+            continue  # a step whose value no one reads (one that only waits: dependency_optimizer) neither
         shape = op._outputs[0]._shape
         if not shape.is_fully_defined() or any(not (t._shape.is_fully_defined() and t._shape.as_tuple() in
                                                     ((), shape.as_tuple())) for t in op._inputs):
             continue
         root_of[index] = index
-        out = outs[index]
-        users = readers.get(out, ()) if type(out) is int and out not in keep else ()
+        users = readers.get(out, ()) if out not in keep else ()
         roots = {root_of[r] for r in users}
         if len(roots) == 1:
             root = roots.pop()
-            if root is not None and devices[root] is device and size.get(root, 1) != max_members and \
+            limit = max_members(shape.num_elements()) if callable(max_members) else max_members
+            if root is not None and devices[root] is device and size.get(root, 1) != limit and \
                     ops[root]._outputs[0]._shape.as_tuple() == shape.as_tuple():
                 root_of[index] = root
         size[root_of[index]] = size.get(root_of[index], 0) + 1
@@ -146,7 +151,12 @@ def cpu_groups(plan) -> dict:
     """The groups of a plan's steps on non-CUDA devices that CPU fusion would compile (fused steps stay out)."""
     skip = {**plan.transfer_steps, **plan.fused}
     return find_groups(plan.ins, plan.outs, plan.ops, plan.devices, skip, set(plan.fetch_slots), cuda=False,
-                       min_members=MIN_CPU_MEMBERS, max_members=MAX_CPU_MEMBERS, accept=_cpu_fusible)
+                       min_members=MIN_CPU_MEMBERS, max_members=cpu_max_members, accept=_cpu_fusible)
+
+
+def cpu_max_members(elements: int) -> int:
+    """The most ops one CPU loop over arrays of `elements` elements takes."""
+    return MAX_CPU_MEMBERS if elements < LONG_ARRAY_ELEMENTS else MAX_CPU_MEMBERS_LONG
 
 
 def _unfused(kernels: list, refs: list) -> Callable:

@@ -1,10 +1,10 @@
 """adplace/kernels/fused_updates.py: the dense Adam, Momentum, RMSProp, centered RMSProp, Adagrad and Adadelta
-updates as one compiled Numba loop each give their NumPy reference's values exactly, and fall back to it where a loop does not apply."""
+and FTRL updates as one compiled Numba loop each give their NumPy reference's values exactly, and fall back to it where a loop does not apply."""
 import numpy as np
 import pytest
 
 import adplace as tf
-from adplace.kernels import fused_updates, state
+from adplace.kernels import fused_updates, ftrl, state
 
 pytestmark = pytest.mark.skipif(not fused_updates.cpu_fusion.available(), reason="needs Numba (the jit extra)")
 
@@ -98,14 +98,14 @@ def test_variables_under_the_size_threshold_take_the_numpy_form(monkeypatch, cal
     assert calls == ["adam"]
 
 
-def _train(optimizer, steps: int) -> list:
+def _train(optimizer, steps: int, inputs: int = 8, units: int = 4) -> list:
     with tf.Graph().as_default():
         tf.set_random_seed(3)
-        x = tf.placeholder(tf.float32, [16, 8])
-        w = tf.Variable(tf.random_normal([8, 4]))
+        x = tf.placeholder(tf.float32, [16, inputs])
+        w = tf.Variable(tf.random_normal([inputs, units]))
         loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
         train = optimizer().minimize(loss)
-        feed = {x: np.linspace(-1, 1, 128, dtype=np.float32).reshape(16, 8)}
+        feed = {x: np.linspace(-1, 1, 16 * inputs, dtype=np.float32).reshape(16, inputs)}
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             for _ in range(steps):
@@ -123,4 +123,75 @@ def test_training_with_the_loops_equals_training_without_them(monkeypatch, optim
     fused = _train(optimizer, 5)
     monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
     for a, b in zip(fused, _train(optimizer, 5), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+# --- FTRL (kernels/ftrl.py): square roots in the loop for lr_power -0.5, NumPy's np.power for any other power ---
+def _ftrl_inputs(dtype, shape, lr_power, l1, shrinkage=None, seed=0):
+    rng = np.random.default_rng(seed)
+    refs = [rng.standard_normal(shape).astype(dtype), (np.abs(rng.standard_normal(shape)) + 0.1).astype(dtype),
+            (rng.standard_normal(shape) * 0.1).astype(dtype)]
+    scalars = (0.05, l1, 0.01) + (() if shrinkage is None else (shrinkage,)) + (lr_power,)
+    return refs, [rng.standard_normal(shape).astype(dtype), *(np.asarray(x, dtype) for x in scalars)]
+
+
+def _ftrl_both(attrs, refs, inputs, v2):
+    reference = ftrl._ftrl_v2_into if v2 else ftrl._ftrl_into
+    wrapper = fused_updates.compiled_ftrl_v2 if v2 else fused_updates.compiled_ftrl
+    fused = wrapper(reference)(attrs, [np.empty_like(refs[0]) for _ in refs], *refs, *inputs)
+    return fused, reference(attrs, [np.empty_like(refs[0]) for _ in refs], *refs, *inputs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("lr_power", [-0.5, -0.7, -1.0, 0.0])
+@pytest.mark.parametrize("l1", [0.0, 0.05])
+@pytest.mark.parametrize("shrinkage", [None, 0.2], ids=["v1", "v2"])
+@pytest.mark.parametrize("shape", [(1,), (300, 200)])
+def test_ftrl_loops_equal_the_numpy_update_bit_for_bit(calls, dtype, lr_power, l1, shrinkage, shape):
+    refs, inputs = _ftrl_inputs(dtype, shape, lr_power, l1, shrinkage)
+    fused, expected = _ftrl_both({}, refs, inputs, shrinkage is not None)
+    suffix = "" if shrinkage is None else "_v2"
+    assert calls == [("ftrl" if lr_power == -0.5 else "ftrl_powers") + suffix]
+    for a, b in zip(fused, expected, strict=True):
+        assert a.dtype == dtype
+        np.testing.assert_array_equal(a, b)
+    if l1 and fused[0].size > 1:  # the l1 cut zeroes some weights and keeps others: both branches ran
+        assert 0 < np.count_nonzero(fused[0]) < fused[0].size
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+def test_ftrl_special_values_propagate_as_in_numpy():
+    refs, inputs = _ftrl_inputs(np.float32, (6,), -0.5, 0.05)
+    inputs[0][:3] = [np.nan, np.inf, -np.inf]
+    refs[2][3] = -0.0
+    fused, expected = _ftrl_both({}, refs, inputs, False)
+    for a, b in zip(fused, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+
+
+def test_ftrl_takes_numpy_where_the_loop_does_not_apply(monkeypatch, calls):
+    refs, inputs = _ftrl_inputs(np.float32, (8, 4), -0.5, 0.05)
+    for attrs, case_refs, case_inputs in (
+            ({"multiply_linear_by_lr": True}, refs, inputs),                            # TF 2.x's linear: NumPy
+            ({}, refs, [np.asfortranarray(inputs[0]), *inputs[1:]]),                    # not C-contiguous
+            ({}, *_ftrl_inputs(np.float16, (8, 4), -0.5, 0.05))):                       # float16
+        fused, expected = _ftrl_both(attrs, case_refs, case_inputs, False)
+        for a, b in zip(fused, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert calls == []
+    monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 33)
+    _ftrl_both({}, *_ftrl_inputs(np.float32, (8, 4), -0.5, 0.05), False)
+    assert calls == []
+
+
+@pytest.mark.parametrize("optimizer", [
+    lambda: tf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.01),
+    lambda: tf.train.FtrlOptimizer(0.1, learning_rate_power=-0.7, l2_shrinkage_regularization_strength=0.1)],
+    ids=["ftrl", "ftrl_v2_power"])
+def test_ftrl_training_with_the_loops_equals_training_without_them(monkeypatch, calls, optimizer):
+    fused = _train(optimizer, 5, 64, 32)  # 2,048 weights: over RECYCLE_MIN_ELEMENTS, so the fused form runs
+    assert calls and all(name.startswith("ftrl") for name in calls)
+    monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
+    for a, b in zip(fused, _train(optimizer, 5, 64, 32), strict=True):
         np.testing.assert_array_equal(a, b)

@@ -187,6 +187,20 @@ def test_long_chains_are_cut_and_repeated_loops_compile_once(eager_fusion):
     assert built == 3 and cpu_fusion.STATS["memory_hits"] - before["memory_hits"] == 2
 
 
+@pytest.mark.parametrize("n", [fusion.LONG_ARRAY_ELEMENTS - 1, fusion.LONG_ARRAY_ELEMENTS])
+def test_chains_over_long_arrays_are_cut_shorter(eager_fusion, n):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [n], name="x")
+        t = x
+        for i in range(2 * fusion.MAX_CPU_MEMBERS):
+            t = t * np.float32(1.0001) if i % 2 else t - np.float32(0.25)
+    plan, _ = _compare(t, {x: np.linspace(-2, 2, n, dtype=np.float32)}, graph, rtol=1e-6)
+    limit = fusion.MAX_CPU_MEMBERS if n < fusion.LONG_ARRAY_ELEMENTS else fusion.MAX_CPU_MEMBERS_LONG
+    sizes = sorted(len(m) for m in plan.fused.values())
+    assert max(sizes) == limit and sum(sizes) == 2 * fusion.MAX_CPU_MEMBERS
+
+
 def test_remapping_off_and_the_environment_variable_turn_cpu_fusion_off(eager_fusion, monkeypatch):
     graph = tf.Graph()
     with graph.as_default():

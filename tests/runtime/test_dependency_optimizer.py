@@ -1,6 +1,8 @@
 """The plan pass that stops computing values nothing reads (runtime/dependency_optimizer.py, grappler's NoOp
 conversion): which steps it converts, that values and traces stay as without it, that what waited on a converted op
 still waits on its inputs (in turn and on the inter-op pool), and what it never converts."""
+import json
+import pathlib
 import time
 
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 
 import adplace as tf
 from adplace.runtime.options import RewriterConfig
+from tf_peer import needs_tf, run_peer
 
 
 def _config(on: bool = True, inter: int = 0):
@@ -127,3 +130,9 @@ def test_step_stats_still_list_a_converted_op():
     nodes = {n.node_name for dev in metadata.step_stats.dev_stats for n in dev.node_stats}
     assert {"unread", "out"} <= nodes
     assert [op.name for op in sess.plan_for(out, {x: np.ones(4, np.float32)}).unread_ops] == ["unread"]
+
+
+@needs_tf
+def test_tensorflow_runs_and_skips_the_same_ops():
+    got = json.loads(run_peer(pathlib.Path(__file__).with_name("tf_dependency_peer.py")))
+    assert got == {"waited_on_reshape": [0.0, 2.0, 4.0, 6.0, 8.0, 10.0], "check_numerics": "InvalidArgumentError"}
