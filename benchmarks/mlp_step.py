@@ -13,7 +13,8 @@ XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" wi
 TF and JAX each run in a SUBPROCESS of this script (`--peer tf|jax`), never in the adplace process: the peer builds
 the same model from the same data and initial weights (an .npz file), checks in with its first step's loss (compared
 with adplace's), then times batches of steps when asked on stdin, so that samples of every contestant interleave.
-A peer that is not installed is skipped. Every number is a median over samples, in microseconds per step.
+A peer that is not installed is skipped. Every number is a median over samples, in microseconds per step; each sample
+starts SETTLE_S after the one before, once the threads the previous contestant left spinning have gone to sleep.
 """
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ SIZES = (784, 512, 512, 10)
 BATCH = 128
 LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8
 WARMUP = 30  # steps before timing: plans tier up, kernels settle their BLAS thread counts
+# Pause before each sample: the contestant before may leave threads spinning (OpenBLAS's workers spin ~0.1 s after a
+# product, TF's and XLA's pools too), which on 2 cores slowed the next contestant's sample by up to 1.4x (TF's most).
+SETTLE_S = 0.3
 ONE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
@@ -228,6 +232,7 @@ def measure(samples: int, threads: str, target_s: float = 0.1, peers: list[str] 
             names = list(runners)
             for i in range(samples):
                 for name in names[i % len(names):] + names[:i % len(names)]:
+                    time.sleep(SETTLE_S)
                     times[name].append(runners[name](n) / n / 1000.0)
         finally:
             for peer in started:
