@@ -26,7 +26,9 @@ current count rather than wait. BLAS calls made outside adplace's kernels (user 
 When no call is in flight and no step with a bound of its own (intra_op_parallelism_threads, the pool's share) is
 running, the library's count is restored: after each call, so a step that never ends (a run blocked on a queue, or
 one a Ctrl-C cut short between its start and its end) leaves nothing changed, and the count read when a step starts
-is always the library's own.
+is always the library's own. A Ctrl-C landing anywhere in a call or a step scope leaves no call counted in flight
+and no bound registered (`counted_enter`): either would hold later calls' counts, a call counted in flight forever
+making every call that wants fewer threads wait WAIT_S.
 
 Cost (measured on the same VM, busy): threadpoolctl's `limit()` context, which re-reads every library, costs 5 us
 idle and 20-45 us busy a step; here a step's bound costs 1.5-3.5 us (the count read once through OpenBLAS's own C
@@ -39,6 +41,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import Callable
 
 SMALL_MNK = 1 << 19        # fewer multiply-adds than this: one thread
 MNK_PER_THREAD = 1 << 18   # the least work per thread worth starting one for (measured, see above)
@@ -120,19 +123,24 @@ class BlasThreads:
             elif self._getters:
                 self.current = self.original = self._read()
 
-    def begin_step(self, bound: int) -> None:
-        """A step starts: its BLAS calls may use up to `bound` threads (0: the library's count at this moment)."""
+    def begin_step(self, bound: int, entered: list | None = None) -> None:
+        """A step starts: its BLAS calls may use up to `bound` threads (0: the library's count at this moment).
+        `entered` gets an item once the bound counts (no signal handler can run between the two): a caller that a
+        Ctrl-C interrupts in here ends the step only then."""
         with self._lock:
             self._refresh()
             if bound > 0:
                 self._bounded[bound] = self._bounded.get(bound, 0) + 1
+                if entered is not None:
+                    entered.append(bound)
                 self.bound = min(self._bounded)
                 if self.enabled and self.bound < self.current and not self._active:  # py_funcs see it too
                     self._set(self.bound)
             elif not self._bounded:
                 self.bound = self.original
 
-    def end_step(self, bound: int) -> None:
+    def end_step(self, bound: int, ended: list | None = None) -> None:
+        """A step ends; `ended` gets an item once its bound no longer counts (see begin_step)."""
         with self._lock:
             if bound > 0:
                 left = self._bounded[bound] - 1
@@ -140,6 +148,9 @@ class BlasThreads:
                     self._bounded[bound] = left
                 else:
                     del self._bounded[bound]
+            if ended is not None:
+                ended.append(bound)
+            if bound > 0:
                 self.bound = min(self._bounded) if self._bounded else self.original
             if self._dirty and not self._active and not self._bounded:
                 self._restore()
@@ -156,8 +167,9 @@ class BlasThreads:
             return 1
         return max(1, min(self.bound, mnk // MNK_PER_THREAD))
 
-    def enter(self, want: int) -> int:
-        """A BLAS call wanting `want` threads starts; returns the count it runs on. Pair with exit() (try/finally)."""
+    def enter(self, want: int, entered: list | None = None) -> int:
+        """A BLAS call wanting `want` threads starts; returns the count it runs on. Pair with exit(): see
+        `counted_enter`, which `entered` is for (an item once the call counts as in flight)."""
         with self._lock:
             if want != self.current:
                 if want < self.current and self._active:
@@ -169,16 +181,48 @@ class BlasThreads:
                 if not self._active:
                     self._set(want)
             self._active += 1
+            if entered is not None:
+                entered.append(want)
             return self.current
 
-    def exit(self) -> None:
+    def exit(self, ended: list | None = None) -> None:
         with self._lock:
             self._active -= 1
+            if ended is not None:
+                ended.append(True)
             if not self._active:
                 if self._dirty and not self._bounded:
                     self._restore()
                 if self._waiting:
                     self._cond.notify_all()  # calls waiting to lower the count
+
+
+def counted_enter(enter: Callable, exit: Callable, *args):
+    """`enter(*args, marks)`, which appends to `marks` once it counts something (a call in flight, a step's bound),
+    with no signal handler able to run between the two; a Ctrl-C interrupting it after that undoes it by
+    `exit(marks)`: a count leaked by an interrupt would hold every later product's thread count. Callers undo it
+    the same way, in a loop in their own frame (a handler may run at any function's start, the undo's too):
+
+        ended, stop = [], None
+        while not ended:
+            try:
+                exit(ended)
+            except KeyboardInterrupt as e:
+                stop = e
+        if stop is not None:
+            raise stop
+    """
+    marks: list = []
+    try:
+        return enter(*args, marks)
+    except BaseException:
+        while marks:
+            try:
+                exit(marks)
+                break
+            except KeyboardInterrupt:
+                continue
+        raise
 
 
 def _raw(lib, verb: str):
@@ -254,7 +298,7 @@ class BlasKernel:
             return fn(*args, **kwargs)
         POLICY.refresh()
         want = self.pick(mnk)
-        ran = POLICY.enter(want)
+        ran = counted_enter(POLICY.enter, POLICY.exit, want)
         try:
             start = time.perf_counter_ns()
             out = fn(*args, **kwargs)
@@ -262,4 +306,11 @@ class BlasKernel:
                 self.record(want, time.perf_counter_ns() - start)
             return out
         finally:
-            POLICY.exit()
+            ended, stop = [], None
+            while not ended:  # see counted_enter
+                try:
+                    POLICY.exit(ended)
+                except KeyboardInterrupt as e:
+                    stop = e
+            if stop is not None:
+                raise stop

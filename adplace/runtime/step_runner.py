@@ -76,17 +76,14 @@ class StepRunner:
     def run_observed(self, plan: Plan, feeds, deadline: Deadline | None, records: list | None) -> list:
         """A run that checks a deadline and/or records step timings, in the plan's mode."""
         if plan.parallel_run is not None:
-            with self._blas(self.parallel_blas_threads):
-                return plan.parallel_run(feeds, deadline, records)
+            return self._blas(self.parallel_blas_threads).run(plan.parallel_run, feeds, deadline, records)
         if deadline is None:
-            with self._blas():
-                return plan.run_checked(feeds, deadline, records)
+            return self._blas().run(plan.run_checked, feeds, deadline, records)
         slot = self._ctx.steps.slot
         outer = slot.run
         slot.run = SequentialRun(deadline)  # blocking kernels (queues) stop waiting at the deadline
         try:
-            with self._blas():
-                return plan.run_checked(feeds, deadline, records)
+            return self._blas().run(plan.run_checked, feeds, deadline, records)
         finally:
             slot.run = outer
 
@@ -101,28 +98,25 @@ class StepRunner:
                 self._blas()
             plan.fn = sequential
             return
-        blas = self._blas
+        run = self._blas().run
 
         def limited(feeds):
-            with blas():
-                return sequential(feeds)
+            return run(sequential, feeds)
         plan.fn = limited
 
     def _go_parallel(self, plan: Plan, schedule) -> None:
         run = plan.parallel_run = parallel.make_parallel_runner(plan, schedule, self.pool, self._ctx)
         plan.mode = "parallel"
-        blas, threads = self._blas, self.parallel_blas_threads
+        bounded = self._blas(self.parallel_blas_threads).run
 
         def parallel_fn(feeds):
-            with blas(threads):
-                return run(feeds)
+            return bounded(run, feeds)
         plan.fn = parallel_fn
 
     def _calibrating(self, plan: Plan) -> Callable:
         def calibrate(feeds):
             records: list = []
-            with self._blas():
-                result = plan.run_checked(feeds, None, records)
+            result = self._blas().run(plan.run_checked, feeds, None, records)
             costs = [0] * len(plan.kernels)
             for index, start, end, _, _ in records:
                 costs[index] = end - start

@@ -9,7 +9,7 @@ runs: > 0 bounds every BLAS call of the step; 0 sizes each product's count by it
 """
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
 import os
 import queue
@@ -99,7 +99,7 @@ def shared_pool(size: int) -> WorkerPool:
 
 
 class BlasLimiter:
-    """A session's BLAS bound: `with limiter(n):` runs a step whose BLAS kernels use at most n threads (0: the
+    """A session's BLAS bound: `limiter(n).run(fn, *args)` runs a step whose BLAS kernels use at most n threads (0: the
     library's own count, each product sized by adplace.kernels.blas_threads), restored when the last step in flight
     ends. A no-op without threadpoolctl (a one-time warning when a bound was asked for)."""
 
@@ -118,7 +118,7 @@ class BlasLimiter:
         scope = self._scopes.get(n)
         if scope is None:
             if self._get_controller() is None:
-                scope = contextlib.nullcontext()
+                scope = _NoBound()
                 if n > 0 and not BlasLimiter._warned:
                     BlasLimiter._warned = True
                     _log.warning('intra_op_parallelism_threads is not applied: it needs threadpoolctl '
@@ -142,15 +142,36 @@ class BlasLimiter:
 
 
 class _StepBound:
-    """The context a step runs in: its BLAS bound registered with the process-wide policy (reusable, any thread)."""
+    """The scope a step runs in: its BLAS bound registered with the process-wide policy (reusable, any thread).
+    `run(fn, *args)` is fn(*args) in the scope; a Ctrl-C landing anywhere in it, the registration and its removal
+    included, leaves no bound behind (a leaked one would cap every later product's threads): the removal runs in
+    run's own frame, retried until it counted (blas_threads.counted_enter), so it holds where a `with` block's
+    __exit__, interrupted at its own start, would not."""
 
-    __slots__ = ("bound",)
+    __slots__ = ("bound", "_end")
 
     def __init__(self, bound: int):
         self.bound = bound
+        self._end = functools.partial(blas_threads.POLICY.end_step, bound)
 
-    def __enter__(self):
-        blas_threads.POLICY.begin_step(self.bound)
+    def run(self, fn, *args):
+        blas_threads.counted_enter(blas_threads.POLICY.begin_step, self._end, self.bound)
+        try:
+            return fn(*args)
+        finally:
+            ended, stop = [], None
+            while not ended:
+                try:
+                    self._end(ended)
+                except KeyboardInterrupt as e:
+                    stop = e
+            if stop is not None:
+                raise stop
 
-    def __exit__(self, *exc):
-        blas_threads.POLICY.end_step(self.bound)
+
+class _NoBound:
+    """The scope without threadpoolctl: nothing to register."""
+
+    @staticmethod
+    def run(fn, *args):
+        return fn(*args)

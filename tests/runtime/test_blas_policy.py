@@ -1,6 +1,7 @@
 """The BLAS thread policy (adplace.kernels.blas_threads, StepRunner): the count a step's kernels see, restored after
 the step; and the kernels it touched (MatMul, BatchMatMul, softmax cross-entropy, BiasAdd, ReluGrad) computing the
 values of plain NumPy formulas without ever writing into their inputs. No timings."""
+import signal
 import threading
 
 import numpy as np
@@ -10,6 +11,7 @@ import adplace as tf
 from adplace.framework import registry
 from adplace.kernels import blas_threads
 from adplace.runtime.kernel_context import KernelContext
+from sigint_points import SigintPoints
 
 threadpoolctl = pytest.importorskip("threadpoolctl", reason="the BLAS thread policy needs threadpoolctl")
 SEQUENTIAL = dict(inter_op_parallelism_threads=1)
@@ -151,6 +153,30 @@ def test_the_count_is_not_changed_while_a_blas_call_is_in_flight(two_blas_thread
     finally:
         policy.end_step(0)
     assert set(blas_counts()) == {2}
+
+
+@pytest.mark.parametrize("intra", [1, 0], ids=["bounded", "unbounded"])
+def test_a_ctrl_c_anywhere_in_a_step_leaves_no_count_behind(two_blas_threads, intra):
+    a = tf.constant(_matrix(128, 128))
+    product = tf.matmul(a, a + 1.0)
+    sess = tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=intra, **SEQUENTIAL))
+    want = sess.run(product)
+    policy, hook = blas_threads.POLICY, SigintPoints()
+    previous = signal.signal(signal.SIGINT, hook.handler)
+    try:
+        at, outcomes = 0, set()
+        while True:
+            outcomes.add(hook.run(sess, product, at, budget=1, counting=True))
+            # a leaked call in flight would make every later call wanting fewer threads wait WAIT_S for it
+            assert (policy._bounded, policy._active) == ({}, 0), f"Ctrl-C at point {at}"
+            if not hook.fired:
+                break
+            at += 1
+        assert at > 20 and outcomes == {"ok", "interrupted"}
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    np.testing.assert_allclose(sess.run(product), want, rtol=1e-5, atol=1e-3)  # 1 or 2 threads: other sum orders
+    assert policy.bound == policy.original and set(blas_counts()) == {2}
 
 
 def test_a_parallel_run_gives_each_product_the_pool_share(two_blas_threads):
