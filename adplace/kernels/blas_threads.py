@@ -27,7 +27,7 @@ When no call is in flight and no step with a bound of its own (intra_op_parallel
 running, the library's count is restored: after each call, so a step that never ends (a run blocked on a queue, or
 one a Ctrl-C cut short between its start and its end) leaves nothing changed, and the count read when a step starts
 is always the library's own. A Ctrl-C landing anywhere in a call or a step scope leaves no call counted in flight
-and no bound registered (`counted_enter`): either would hold later calls' counts, a call counted in flight forever
+and no bound registered (`counted_call`): either would hold later calls' counts, a call counted in flight forever
 making every call that wants fewer threads wait WAIT_S.
 
 Cost (measured on the same VM, busy): threadpoolctl's `limit()` context, which re-reads every library, costs 5 us
@@ -169,7 +169,7 @@ class BlasThreads:
 
     def enter(self, want: int, entered: list | None = None) -> int:
         """A BLAS call wanting `want` threads starts; returns the count it runs on. Pair with exit(): see
-        `counted_enter`, which `entered` is for (an item once the call counts as in flight)."""
+        `counted_call`, which `entered` is for (an item once the call counts as in flight)."""
         with self._lock:
             if want != self.current:
                 if want < self.current and self._active:
@@ -197,32 +197,26 @@ class BlasThreads:
                     self._cond.notify_all()  # calls waiting to lower the count
 
 
-def counted_enter(enter: Callable, exit: Callable, *args):
-    """`enter(*args, marks)`, which appends to `marks` once it counts something (a call in flight, a step's bound),
-    with no signal handler able to run between the two; a Ctrl-C interrupting it after that undoes it by
-    `exit(marks)`: a count leaked by an interrupt would hold every later product's thread count. Callers undo it
-    the same way, in a loop in their own frame (a handler may run at any function's start, the undo's too):
-
-        ended, stop = [], None
-        while not ended:
-            try:
-                exit(ended)
-            except KeyboardInterrupt as e:
-                stop = e
-        if stop is not None:
-            raise stop
-    """
+def counted_call(enter: Callable, exit: Callable, arg, work: Callable, *args):
+    """`work(enter(arg, marks), *args)`, then `exit(marks)`. `enter` appends to `marks` once it counts something (a
+    call in flight, a step's bound), with no signal handler able to run between the two, and `exit` once it no
+    longer counts it. A Ctrl-C landing anywhere, in enter or exit too, leaves nothing counted: a count leaked by an
+    interrupt would hold every later product's thread count. So exit runs here, in this frame (a handler may run at
+    any function's start, a `with` block's __exit__ too), retried until it counted, the KeyboardInterrupt after."""
     marks: list = []
     try:
-        return enter(*args, marks)
-    except BaseException:
-        while marks:
-            try:
-                exit(marks)
-                break
-            except KeyboardInterrupt:
-                continue
-        raise
+        return work(enter(arg, marks), *args)
+    finally:
+        if marks:
+            ended: list = []
+            stop = None
+            while not ended:
+                try:
+                    exit(ended)
+                except KeyboardInterrupt as e:
+                    stop = e
+            if stop is not None:
+                raise stop
 
 
 def _raw(lib, verb: str):
@@ -298,19 +292,12 @@ class BlasKernel:
             return fn(*args, **kwargs)
         POLICY.refresh()
         want = self.pick(mnk)
-        ran = counted_enter(POLICY.enter, POLICY.exit, want)
-        try:
-            start = time.perf_counter_ns()
-            out = fn(*args, **kwargs)
-            if ran == want and self.mnk == mnk:
-                self.record(want, time.perf_counter_ns() - start)
-            return out
-        finally:
-            ended, stop = [], None
-            while not ended:  # see counted_enter
-                try:
-                    POLICY.exit(ended)
-                except KeyboardInterrupt as e:
-                    stop = e
-            if stop is not None:
-                raise stop
+        return counted_call(POLICY.enter, POLICY.exit, want, self._timed, want, mnk, fn, args, kwargs)
+
+    def _timed(self, ran: int, want: int, mnk: int, fn, args, kwargs):
+        """fn(*args, **kwargs) on `ran` threads, timed for the choice when that is the count it wanted."""
+        start = time.perf_counter_ns()
+        out = fn(*args, **kwargs)
+        if ran == want and self.mnk == mnk:
+            self.record(want, time.perf_counter_ns() - start)
+        return out

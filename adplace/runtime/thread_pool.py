@@ -144,9 +144,8 @@ class BlasLimiter:
 class _StepBound:
     """The scope a step runs in: its BLAS bound registered with the process-wide policy (reusable, any thread).
     `run(fn, *args)` is fn(*args) in the scope; a Ctrl-C landing anywhere in it, the registration and its removal
-    included, leaves no bound behind (a leaked one would cap every later product's threads): the removal runs in
-    run's own frame, retried until it counted (blas_threads.counted_enter), so it holds where a `with` block's
-    __exit__, interrupted at its own start, would not."""
+    included, leaves no bound behind (a leaked one would cap every later product's threads): see
+    blas_threads.counted_call, which holds where a `with` block's __exit__, interrupted at its own start, would not."""
 
     __slots__ = ("bound", "_end")
 
@@ -155,18 +154,11 @@ class _StepBound:
         self._end = functools.partial(blas_threads.POLICY.end_step, bound)
 
     def run(self, fn, *args):
-        blas_threads.counted_enter(blas_threads.POLICY.begin_step, self._end, self.bound)
-        try:
-            return fn(*args)
-        finally:
-            ended, stop = [], None
-            while not ended:
-                try:
-                    self._end(ended)
-                except KeyboardInterrupt as e:
-                    stop = e
-            if stop is not None:
-                raise stop
+        return blas_threads.counted_call(blas_threads.POLICY.begin_step, self._end, self.bound, _then, fn, *args)
+
+
+def _then(_, fn, *args):
+    return fn(*args)
 
 
 class _NoBound:
