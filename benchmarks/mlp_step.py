@@ -30,6 +30,11 @@ import time
 
 import numpy as np
 
+try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.mlp_step
+    from peers.common import batch_ns
+except ImportError:  # pragma: no cover - the package-style import
+    from benchmarks.peers.common import batch_ns
+
 SIZES = (784, 512, 512, 10)
 BATCH = 128
 LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8
@@ -119,18 +124,6 @@ def build_jax_step(data: dict):
 
 
 # --- peers (subprocesses) ---------------------------------------------------------------------------------------
-def _time_steps(step, n: int) -> int:
-    import gc
-    gc.disable()
-    try:
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            step()
-        return time.perf_counter_ns() - start
-    finally:
-        gc.enable()
-
-
 def peer_main(kind: str, data_path: str, threads: str) -> None:
     """A peer process: build, warm up, print the first loss, then answer each stdin line "N" with N steps' ns."""
     with np.load(data_path, allow_pickle=False) as npz:
@@ -152,7 +145,7 @@ def peer_main(kind: str, data_path: str, threads: str) -> None:
         n = int(line)
         if n <= 0:
             return
-        print(_time_steps(step, n), flush=True)
+        print(batch_ns(step, n), flush=True)
 
 
 class Peer:
@@ -214,7 +207,7 @@ def measure(samples: int, threads: str, target_s: float = 0.1, peers: list[str] 
     first = {"adplace": float(step())}
     for _ in range(WARMUP):
         step()
-    runners = {"adplace": lambda n: _time_steps(step, n)}
+    runners = {"adplace": lambda n: batch_ns(step, n)}
     started: list[Peer] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "mlp_data.npz")
@@ -226,7 +219,7 @@ def measure(samples: int, threads: str, target_s: float = 0.1, peers: list[str] 
                 name = PEER_NAMES[kind]
                 first[name] = peer.first_loss
                 runners[name] = peer.batch
-            per_step = _time_steps(step, 3) / 3 / 1e9
+            per_step = batch_ns(step, 3) / 3 / 1e9
             n = max(1, int(target_s / max(per_step, 1e-6)))
             times: dict[str, list[float]] = {name: [] for name in runners}
             names = list(runners)

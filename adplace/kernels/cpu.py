@@ -94,8 +94,7 @@ def _reshape(op, ctx):
 
     def reshape(x, shape):
         try:
-            dims = tuple(shape.tolist()) if type(shape) is np.ndarray and shape.ndim == 1 else host_ints(shape)
-            return (x if type(x) is np.ndarray else xp.asarray(x)).reshape(dims)
+            return (x if type(x) is np.ndarray else xp.asarray(x)).reshape(host_ints(shape))
         except ValueError:
             wanted = int_tuple(shape)
             known = math.prod(d for d in wanted if d != -1)

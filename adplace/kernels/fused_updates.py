@@ -163,8 +163,13 @@ def _adam_split(attrs, inputs):
     if attrs.get("use_nesterov"):
         return None
     beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad = inputs
-    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)  # as `_adam_into`: in the inputs' float type
-    return (alpha, 1 - beta1, 1 - beta2, epsilon), grad
+    return (adam_alpha(np, lr, beta1_power, beta2_power), 1 - beta1, 1 - beta2, epsilon), grad
+
+
+def adam_alpha(xp, lr, beta1_power, beta2_power):
+    """Adam's step size lr * sqrt(1 - beta2^t) / (1 - beta1^t), in the inputs' float type and TF's order (the loop,
+    kernels/state.py's `_adam` and `_adam_into` all take it from here)."""
+    return lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
 
 
 def _momentum_split(attrs, inputs):

@@ -38,9 +38,14 @@ def rounds(rows: np.ndarray, limit: int | None = None) -> list[tuple[np.ndarray,
 
 def in_rounds(xp, combine, target, rows, values) -> None:
     """target[rows[i]] = combine(target[rows[i]], values[i]) for each i in turn, a round at a time."""
-    for positions, distinct in rounds(np.asarray(to_host(rows))):
+    _apply(xp, combine, target, rounds(np.asarray(to_host(rows))), values)
+
+
+def _apply(xp, combine, target, plan: list, values) -> None:
+    """The rounds of `plan` (from `rounds`): a single one holds every position in order, so it takes `values` whole."""
+    for positions, distinct in plan:
         at = xp.asarray(distinct)
-        target[at] = combine(target[at], values[xp.asarray(positions)])
+        target[at] = combine(target[at], values if len(plan) == 1 else values[xp.asarray(positions)])
 
 
 def ufunc_at(xp, name: str, target, rows, values) -> None:
@@ -79,6 +84,5 @@ def _numpy_in_rounds(ufunc, target: np.ndarray, rows, values) -> bool:
     plan = rounds(rows, _MAX_ROUNDS)
     if plan is None:
         return False
-    for positions, distinct in plan:
-        target[distinct] = ufunc(target[distinct], values if len(plan) == 1 else values[positions])
+    _apply(np, ufunc, target, plan, values)
     return True

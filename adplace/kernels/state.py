@@ -262,16 +262,13 @@ def _spare(cell, like):
     return cell.spare_for(like)
 
 
-RECYCLE_MIN_ELEMENTS = 1024  # a smaller new value goes into a new array: cheaper than taking the spare's lock
+RECYCLE_MIN_ELEMENTS = 1024  # a smaller variable takes the plain expressions: cheaper than out= calls and the spare
 
 
 def _buffers(cells: list, take, olds: list) -> list:
     """One output array per variable: its cell's spare (`take(cell, old)`) or a new array like its old value."""
     out = []
     for cell, old in zip(cells, olds):
-        if old.size < RECYCLE_MIN_ELEMENTS:
-            out.append(np.empty_like(old))
-            continue
         spare = take(cell, old)
         out.append(np.empty_like(old) if spare is None else spare)
     return out
@@ -320,7 +317,7 @@ def _momentum(xp, attrs, var, accum, lr, grad, momentum):
 
 def _adam(xp, attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
     lr, beta1, beta2, epsilon = lr[()], beta1[()], beta2[()], epsilon[()]  # array scalars: the same math, faster
-    alpha = lr * xp.sqrt(1 - beta2_power[()]) / (1 - beta1_power[()])
+    alpha = fused_updates.adam_alpha(xp, lr, beta1_power[()], beta2_power[()])
     m = m + (grad - m) * (1 - beta1)
     v = v + (grad * grad - v) * (1 - beta2)
     if attrs.get("use_nesterov"):
@@ -377,7 +374,7 @@ def _momentum_into(attrs, out, var, accum, lr, grad, momentum):
 def _adam_into(attrs, out, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
     new_var, new_m, new_v = out
     lr, beta1, beta2, epsilon = lr[()], beta1[()], beta2[()], epsilon[()]  # array scalars: the same float math, faster
-    alpha = lr * np.sqrt(1 - beta2_power[()]) / (1 - beta1_power[()])
+    alpha = fused_updates.adam_alpha(np, lr, beta1_power[()], beta2_power[()])
     _toward(new_m, m, np.subtract(grad, m, out=new_m), 1 - beta1)
     _toward(new_v, v, _squared_minus(new_v, grad, v), 1 - beta2)
     if attrs.get("use_nesterov"):
