@@ -9,7 +9,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
-from adplace.kernels import blas_threads, special
+from adplace.kernels import blas_threads, forwarding, special
 from adplace.kernels.cpu import host_ints
 from adplace.kernels.output_buffer import OutputBuffer
 from adplace.kernels.registration import GPU_ALL, GPU_FLOAT, GPU_NUMERIC, int_tuple, kernel, with_xp
@@ -53,16 +53,23 @@ def _relu(xp):
         return lambda x: xp.maximum(x, 0)
     kept = [np.zeros(0, np.float32)]
 
-    def relu(x):
-        if type(x) is not np.ndarray:
-            return np.maximum(x, 0)
+    def zeros_like(x):
         zeros = kept[0]
         if zeros.shape != x.shape or zeros.dtype != x.dtype:
             if not _RELU_ZEROS_MIN <= x.size <= _RELU_ZEROS_MAX:
-                return np.maximum(x, 0)
+                return 0
             zeros = kept[0] = np.zeros(x.shape, x.dtype)
             zeros.flags.writeable = False
-        return np.maximum(x, zeros)
+        return zeros
+
+    def relu(x):
+        if type(x) is not np.ndarray:
+            return np.maximum(x, 0)
+        return np.maximum(x, zeros_like(x))
+
+    def relu_into(x, out):
+        return np.maximum(x, zeros_like(x), out=out)
+    relu.forwards = lambda position: forwarding.unary(relu, relu_into)
     return relu
 
 
@@ -71,7 +78,7 @@ _RELU_ZEROS_MIN, _RELU_ZEROS_MAX = 1 << 10, 1 << 22  # elements: below, the call
 
 def _relu_grad(xp):
     """dy * (features > 0); on the CPU as the mask cast to dy's type times dy, in place in that fresh array (one
-    temporary less; the same products, as multiplication commutes)."""
+    temporary less; the same products, as multiplication commutes), or in dy's own array when the plan forwards it."""
     def relu_grad(dy, features):
         mask = features > 0
         if xp is not np or type(dy) is not np.ndarray or dy.shape != mask.shape:
@@ -79,6 +86,12 @@ def _relu_grad(xp):
         out = mask.astype(dy.dtype)
         out *= dy
         return out
+
+    def relu_grad_into(dy, features, out):
+        if type(features) is not np.ndarray or features.shape != dy.shape:
+            return relu_grad(dy, features)
+        return np.multiply(dy, features > 0, out=out)
+    relu_grad.forwards = lambda position: forwarding.binary(relu_grad, relu_grad_into, 0) if position == 0 else None
     return relu_grad
 
 

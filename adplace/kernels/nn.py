@@ -10,6 +10,7 @@ import numpy as np
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import InvalidArgumentError
 from adplace.framework.tensor_shape import dims_text
+from adplace.kernels import forwarding
 from adplace.kernels.registration import NO_GPU, kernel, with_xp
 
 FLOAT = _dtypes.FLOATING
@@ -63,7 +64,8 @@ def _leaky_relu_grad(op, ctx):
 def _bias_add(op, ctx):
     channels_first, xp = op._attrs["data_format"] == "NCHW", ctx.xp
 
-    def bias_add(value, bias):
+    def channels(value, bias):
+        """The bias, checked against the value and shaped to broadcast along its channel axis."""
         ndim = value.ndim
         if ndim < 2:
             raise InvalidArgumentError(None, op, f"Input tensor must be at least 2D: {dims_text(value.shape)}")
@@ -73,9 +75,15 @@ def _bias_add(op, ctx):
         if bias.shape[0] != value.shape[channel_axis]:
             raise InvalidArgumentError(None, op, f"Must provide as many biases as the last dimension of the input "
                                        f"tensor: {dims_text(bias.shape)} vs. {dims_text(value.shape)}")
-        if channels_first:
-            bias = xp.reshape(bias, (-1,) + (1,) * (ndim - 2))
-        return xp.add(value, bias)
+        return xp.reshape(bias, (-1,) + (1,) * (ndim - 2)) if channels_first else bias
+
+    def bias_add(value, bias):
+        return xp.add(value, channels(value, bias))
+
+    def bias_add_into(value, bias, out):
+        bias = channels(value, bias)
+        return np.add(value, bias, out=out) if bias.dtype == out.dtype else np.add(value, bias)
+    bias_add.forwards = lambda position: forwarding.binary(bias_add, bias_add_into, 0) if position == 0 else None
     return bias_add
 
 

@@ -5,7 +5,8 @@ helpers every kernel module shares.
 
 A kernel factory runs once per (op, session) when a plan is built and returns the function the hot loop calls:
 `factory(op, ctx) -> kernel(*inputs)`. Kernels are written against the array module `ctx.xp` (NumPy on the CPU and
-virtual GPUs, CuPy on a CUDA GPU) and never write an input in place, so outputs may alias inputs.
+virtual GPUs, CuPy on a CUDA GPU) and never write an input in place, so outputs may alias inputs. The one exception
+is chosen by the plan: adplace.kernels.forwarding's kernels write into an input the step reads last and nobody holds.
 """
 from __future__ import annotations
 

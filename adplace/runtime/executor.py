@@ -19,6 +19,7 @@ from adplace.framework import errors
 from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.kernels.cpu import unfed_placeholder_error
 from adplace.kernels.registration import forward as _forward
+from adplace.runtime import buffer_forwarding as _buffer_forwarding
 from adplace.runtime import constant_folding as _constant_folding
 from adplace.runtime import control_flow as _control_flow
 from adplace.runtime import dependency_optimizer as _dependency_optimizer
@@ -120,6 +121,7 @@ class Plan:
         self.fetch_via: dict = {}      # fetch index -> converter, for fetches living on a CUDA device
         self.fused: dict = {}          # step index -> names of the ops a fused kernel computes (runtime/fusion.py)
         self.fuse_on_cpu = False       # its CPU chains may fuse when it is hot (no dead-value tracking, not a loop's)
+        self.forwards_buffers = False  # its sequential runners may compute into dying inputs (buffer_forwarding.py)
         self.folded_ops: list = []     # ops computed when the plan was built (runtime/constant_folding.py)
         self.keyed_ops: list = []      # ops computed once per shape of the run-time values they read (same)
         self.unread_ops: list = []     # ops whose values nothing reads: their steps only wait (dependency_optimizer)
@@ -207,7 +209,9 @@ class Plan:
         namespace = {"_ndarray": np.ndarray, "_fetch_copy": _fetch_copy,
                      **{f"f{i}": self._converter(i) for i in (*self.fetch_via, *self.dead_fetches)}}
         self._first_line = len(lines) + 1
+        forwarded = _buffer_forwarding.forwarding_kernels(self)
         for i, (kernel, ins, outs, frees) in enumerate(zip(self.kernels, self.ins, self.outs, self.frees)):
+            kernel = forwarded.get(i, kernel)
             namespace[f"k{i}"] = kernel
             ins, outs, frees = _as_tuple(ins), _as_tuple(outs), _as_tuple(frees)
             call = f"k{i}({', '.join(f'v{s}' for s in ins)})"
@@ -243,7 +247,9 @@ class Plan:
 
     def _interpreter(self) -> Callable:
         """A loop over the steps, for plans too large (or too new) to be worth compiling."""
-        program = (self.kernels, self.ins, self.outs, self.frees)
+        forwarded = _buffer_forwarding.forwarding_kernels(self)
+        kernels = [forwarded.get(i, k) for i, k in enumerate(self.kernels)] if forwarded else self.kernels
+        program = (kernels, self.ins, self.outs, self.frees)
         n_slots, feed_slots = self.n_slots, self.feed_slots
         fetches = self.fetch_converters()
 
@@ -325,7 +331,7 @@ class Plan:
             if frame.f_code is self._code:
                 index = tb.tb_lineno - self._first_line
                 return self.step(index) if 0 <= index < len(self.kernels) else None
-            if frame.f_code.co_name == "run" and frame.f_locals.get("program", (None,))[0] is self.kernels:
+            if frame.f_code.co_name == "run" and frame.f_locals.get("program", (None, None))[1] is self.ins:
                 return self.step(frame.f_locals["index"])
             if frame.f_code.co_name in ("_run_checked", "chain") and frame.f_locals.get("index") is not None and \
                     (frame.f_locals.get("self") is self or frame.f_locals.get("kernels") is self.kernels):
@@ -481,6 +487,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
                 fetch_copies, has_writes)
     plan.fused = fused
     plan.fuse_on_cpu = dead is None and frame == ()
+    plan.forwards_buffers = dead is None and frame == () and ctx.forward_buffers
     plan.folded_ops, plan.keyed_ops, plan.folded_nodes = folded_ops, keyed_ops, folded_nodes
     plan.unread_ops = unread_ops
     plan.feed_tensors = feed_tensors

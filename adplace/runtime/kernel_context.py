@@ -39,6 +39,7 @@ class KernelContext:
     fuse_elementwise = True  # fuse elementwise chains on CUDA GPUs (ConfigProto's remapping rewrite can turn it off)
     fold_constants = True    # compute constant subgraphs when plans are built (RewriterConfig.constant_folding)
     optimize_dependencies = True  # values nothing reads are not computed (RewriterConfig.dependency_optimization)
+    forward_buffers = True   # steps may compute into inputs they read last (RewriterConfig.memory_optimization)
 
     def __init__(self, placement, target: bytes | None = b""):
         self._placement = placement

@@ -30,7 +30,7 @@ from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
-from adplace.runtime import callables, constant_folding, dependency_optimizer
+from adplace.runtime import buffer_forwarding, callables, constant_folding, dependency_optimizer
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, Plan, compile_plan
 from adplace.runtime.feeds import borrowable_feeds, feed_converter, feed_tensors, feeds_converter
 from adplace.runtime.fetches import FetchMapper, structure_key
@@ -120,6 +120,7 @@ class BaseSession:
         self._ctx.fuse_elementwise = self._config.graph_options.rewrite_options.remapping != _options.RewriterConfig.OFF
         self._ctx.fold_constants = constant_folding.enabled(self._config)
         self._ctx.optimize_dependencies = dependency_optimizer.enabled(self._config)
+        self._ctx.forward_buffers = buffer_forwarding.enabled(self._config)
         self._runner = StepRunner(self._config, self._ctx)
         runner = self._runner  # while loops with parallel_iterations use its threads (runtime/loop_pipeline.py)
         self._ctx.inter_op_pool = (lambda: runner.pool) if runner.inter_threads > 1 else None
