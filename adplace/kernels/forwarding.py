@@ -26,8 +26,8 @@ UNARY = {"Neg": np.negative, "Abs": np.abs, "Square": np.square, "Sqrt": np.sqrt
          "Tanh": np.tanh, "Floor": np.floor, "Ceil": np.ceil, "Rint": np.rint, "Atan": np.arctan, "Asin": np.arcsin,
          "Acos": np.arccos, "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh,
          "Atanh": np.arctanh, "Expm1": np.expm1, "Sign": np.sign}
-BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": np.true_divide, "Maximum": np.maximum,
-          "Minimum": np.minimum, "Pow": np.power, "Atan2": np.arctan2}
+BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": np.true_divide, "Pow": np.power,
+          "Atan2": np.arctan2}
 FLOATS = frozenset({_dtypes.float16, _dtypes.float32, _dtypes.float64})
 
 _getrefcount = sys.getrefcount
@@ -107,7 +107,7 @@ def ufunc_into(ufunc) -> Callable:
 def forwarding_kernel(op, kernel: Callable, position: int) -> Callable | None:
     """A kernel for `op` (built as `kernel`, on NumPy) that may write its result into input `position`'s array, or
     None when the op has no such form: its output must have that input's float type and shape. Kernels with their
-    own form carry `kernel.forwards(position) -> kernel or None` (Relu, ReluGrad, BiasAdd)."""
+    own form carry `kernel.forwards(position) -> kernel or None` (Relu, ReluGrad, BiasAdd, Maximum, Minimum)."""
     if FREE_REFS is None or len(op._outputs) != 1 or op._outputs[0].dtype not in FLOATS or \
             op._inputs[position].dtype != op._outputs[0].dtype:
         return None

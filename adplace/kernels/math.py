@@ -3,6 +3,8 @@ divisions, MatMul, reductions, AddN, Cumsum/Cumprod, Cast and Range; same conven
 from __future__ import annotations
 
 import functools
+import math
+import threading
 
 import numpy as np
 
@@ -31,7 +33,8 @@ UNARY_KERNELS = {
 }
 BINARY_KERNELS = {
     "Add": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide", "FloorDiv": "floor_divide",
-    "FloorMod": "mod", "Pow": "power", "Maximum": "maximum", "Minimum": "minimum",
+    "FloorMod": "mod", "Pow": "power", "Maximum": lambda xp: _min_max(xp, "maximum"),
+    "Minimum": lambda xp: _min_max(xp, "minimum"),
     "SquaredDifference": lambda xp: lambda x, y: xp.square(x - y), "Less": "less", "LessEqual": "less_equal",
     "Greater": "greater", "GreaterEqual": "greater_equal", "Equal": "equal", "NotEqual": "not_equal",
     "Atan2": "arctan2", "TruncateMod": "fmod", "Polygamma": special.polygamma,
@@ -47,33 +50,60 @@ BINARY_KERNELS = {
 
 
 def _relu(xp):
-    """max(x, 0). On the CPU against a kept read-only array of zeros shaped like x: NumPy's SIMD maximum loop takes
-    two arrays, and with a scalar 0 falls back to a loop ~4x slower (same ufunc, same values)."""
+    """max(x, 0); on the CPU against a read-only array of zeros (`filled`, shared by every op), as Maximum does."""
     if xp is not np:
         return lambda x: xp.maximum(x, 0)
-    kept = [np.zeros(0, np.float32)]
 
-    def zeros_like(x):
-        zeros = kept[0]
-        if zeros.shape != x.shape or zeros.dtype != x.dtype:
-            if not _RELU_ZEROS_MIN <= x.size <= _RELU_ZEROS_MAX:
-                return 0
-            zeros = kept[0] = np.zeros(x.shape, x.dtype)
-            zeros.flags.writeable = False
-        return zeros
-
-    def relu(x):
-        if type(x) is not np.ndarray:
-            return np.maximum(x, 0)
-        return np.maximum(x, zeros_like(x))
-
-    def relu_into(x, out):
-        return np.maximum(x, zeros_like(x), out=out)
-    relu.forwards = lambda position: forwarding.unary(relu, relu_into)
+    def relu(x, out=None):
+        if type(x) is np.ndarray and x.dtype.kind in "fiu" and _FILLED_MIN <= x.size <= _FILLED_MAX:
+            zero = filled(np.zeros((), x.dtype), x.shape)
+        else:
+            zero = 0
+        return np.maximum(x, zero) if out is None else np.maximum(x, zero, out=out)
+    relu.forwards = lambda position: forwarding.unary(relu, relu)
     return relu
 
 
-_RELU_ZEROS_MIN, _RELU_ZEROS_MAX = 1 << 10, 1 << 22  # elements: below, the call costs more; above, the memory
+def _min_max(xp, name: str):
+    """Maximum/Minimum. On the CPU a 0-d operand against an array of 2,048+ elements becomes a read-only array of its
+    value (`filled`): NumPy's SIMD loop takes two arrays and with a scalar falls back to one ~3x slower (same ufunc,
+    same values, NaN and signed zeros included)."""
+    ufunc = getattr(xp, name)
+    if xp is not np:
+        return ufunc
+
+    def extremum(x, y, out=None):
+        if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == y.dtype and x.dtype.kind in "fiu":
+            if not y.ndim and _FILLED_MIN <= x.size <= _FILLED_MAX:
+                y = filled(y, x.shape)
+            elif not x.ndim and _FILLED_MIN <= y.size <= _FILLED_MAX:
+                x = filled(x, y.shape)
+        return ufunc(x, y) if out is None else ufunc(x, y, out=out)
+    into = forwarding.ufunc_into(extremum)
+    extremum.forwards = lambda position: forwarding.binary(extremum, into, position)
+    return extremum
+
+
+_FILLED_MIN, _FILLED_MAX = 1 << 11, 1 << 22  # elements: below, the scalar loop is as fast; above, the memory
+_FILLED_KEPT = 8                             # values kept (0 for relu-like maxima, a clip's two bounds, ...)
+_filled: dict = {}                           # (dtype, value's bytes) -> read-only 1-D array of that value
+_filled_lock = threading.Lock()
+
+
+def filled(scalar: np.ndarray, shape: tuple) -> np.ndarray:
+    """A read-only array of `shape` holding the 0-d `scalar` everywhere: a view of a kept array per value."""
+    key = (scalar.dtype, scalar.tobytes())
+    size = math.prod(shape)
+    kept = _filled.get(key)
+    if kept is None or kept.size < size:
+        kept = np.full(max(size, 0 if kept is None else kept.size), scalar, dtype=scalar.dtype)
+        kept.flags.writeable = False
+        with _filled_lock:
+            _filled.pop(key, None)
+            _filled[key] = kept
+            while len(_filled) > _FILLED_KEPT:
+                del _filled[next(iter(_filled))]
+    return kept[:size].reshape(shape)
 
 
 def _relu_grad(xp):
