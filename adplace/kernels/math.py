@@ -56,7 +56,7 @@ def _relu(xp):
 
     def relu(x, out=None):
         if type(x) is np.ndarray and x.dtype.kind in "fiu" and _FILLED_MIN <= x.size <= _FILLED_MAX:
-            zero = filled(np.zeros((), x.dtype), x.shape)
+            zero = filled(_zero(x.dtype), x.shape)
         else:
             zero = 0
         return np.maximum(x, zero) if out is None else np.maximum(x, zero, out=out)
@@ -87,23 +87,42 @@ def _min_max(xp, name: str):
 _FILLED_MIN, _FILLED_MAX = 1 << 11, 1 << 22  # elements: below, the scalar loop is as fast; above, the memory
 _FILLED_KEPT = 8                             # values kept (0 for relu-like maxima, a clip's two bounds, ...)
 _filled: dict = {}                           # (dtype, value's bytes) -> read-only 1-D array of that value
+_filled_views: dict = {}                     # (dtype, value's bytes, shape) -> a view of it (cleared as _filled changes)
+_FILLED_VIEWS = 256                          # views kept
 _filled_lock = threading.Lock()
 
 
 def filled(scalar: np.ndarray, shape: tuple) -> np.ndarray:
     """A read-only array of `shape` holding the 0-d `scalar` everywhere: a view of a kept array per value."""
-    key = (scalar.dtype, scalar.tobytes())
+    value = (scalar.dtype, scalar.tobytes())
+    view = _filled_views.get((*value, shape))
+    if view is not None:
+        return view
     size = math.prod(shape)
-    kept = _filled.get(key)
-    if kept is None or kept.size < size:
-        kept = np.full(max(size, 0 if kept is None else kept.size), scalar, dtype=scalar.dtype)
-        kept.flags.writeable = False
-        with _filled_lock:
-            _filled.pop(key, None)
-            _filled[key] = kept
+    with _filled_lock:
+        kept = _filled.get(value)
+        if kept is None or kept.size < size:
+            kept = np.full(max(size, 0 if kept is None else kept.size), scalar, dtype=scalar.dtype)
+            kept.flags.writeable = False
+            _filled.pop(value, None)
+            _filled[value] = kept
             while len(_filled) > _FILLED_KEPT:
                 del _filled[next(iter(_filled))]
-    return kept[:size].reshape(shape)
+            _filled_views.clear()  # views pin their arrays: keep only views of kept ones
+        if len(_filled_views) >= _FILLED_VIEWS:
+            _filled_views.clear()
+        view = _filled_views[(*value, shape)] = kept[:size].reshape(shape)
+    return view
+
+
+_ZEROS = {}  # dtype -> its 0-d zero
+
+
+def _zero(dtype) -> np.ndarray:
+    zero = _ZEROS.get(dtype)
+    if zero is None:
+        zero = _ZEROS[dtype] = np.zeros((), dtype)
+    return zero
 
 
 def _relu_grad(xp):

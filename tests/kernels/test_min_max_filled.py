@@ -68,6 +68,9 @@ def test_kept_values_are_bounded_read_only_and_grow_to_the_largest_size():
     assert again.base is large.base and small.base is not large.base  # the kept array grew once
     with pytest.raises(ValueError):
         large[0] = 1.0
+    for rows in range(1, 2 * math_kernels._FILLED_VIEWS):
+        assert math_kernels.filled(np.array(-7.0), (rows, 4)).shape == (rows, 4)
+        assert len(math_kernels._filled_views) <= math_kernels._FILLED_VIEWS
 
 
 def test_threads_asking_for_many_values_get_exact_results():
