@@ -18,6 +18,7 @@ import numpy as np
 from adplace.framework import errors
 from adplace.framework.operation import is_variable_op, ref_variable
 from adplace.kernels.cpu import unfed_placeholder_error
+from adplace.kernels.forwarding import MIN_BYTES as _forwarding_min
 from adplace.kernels.registration import forward as _forward
 from adplace.runtime import buffer_forwarding as _buffer_forwarding
 from adplace.runtime import constant_folding as _constant_folding
@@ -211,10 +212,14 @@ class Plan:
         self._first_line = len(lines) + 1
         forwarded = _buffer_forwarding.forwarding_kernels(self)
         for i, (kernel, ins, outs, frees) in enumerate(zip(self.kernels, self.ins, self.outs, self.frees)):
-            kernel = forwarded.get(i, kernel)
             namespace[f"k{i}"] = kernel
             ins, outs, frees = _as_tuple(ins), _as_tuple(outs), _as_tuple(frees)
-            call = f"k{i}({', '.join(f'v{s}' for s in ins)})"
+            args = ', '.join(f'v{s}' for s in ins)
+            call = f"k{i}({args})"
+            if i in forwarded:  # into a dying input: always, or when its array is large enough to pay
+                namespace[f"w{i}"], slot, always = forwarded[i]
+                call = f"w{i}({args})" if always else \
+                    f"(w{i} if type(v{slot}) is _ndarray and v{slot}.nbytes >= {_forwarding_min} else k{i})({args})"
             if hasattr(kernel, "constant"):  # a Const, a folded value, a NoOp: its value without a call
                 namespace[f"c{i}"] = kernel.constant
                 call = f"c{i}"
@@ -248,7 +253,8 @@ class Plan:
     def _interpreter(self) -> Callable:
         """A loop over the steps, for plans too large (or too new) to be worth compiling."""
         forwarded = _buffer_forwarding.forwarding_kernels(self)
-        kernels = [forwarded.get(i, k) for i, k in enumerate(self.kernels)] if forwarded else self.kernels
+        kernels = [forwarded[i].kernel if i in forwarded else k for i, k in enumerate(self.kernels)] if forwarded \
+            else self.kernels
         program = (kernels, self.ins, self.outs, self.frees)
         n_slots, feed_slots = self.n_slots, self.feed_slots
         fetches = self.fetch_converters()

@@ -135,9 +135,10 @@ def _peak_bytes(sess, fetch, feeds) -> int:
         tracemalloc.stop()
 
 
-def test_a_chain_reuses_one_array_instead_of_allocating_one_per_op():
+@pytest.mark.parametrize("static", [True, False], ids=["static shape", "None batch dimension"])
+def test_a_chain_reuses_one_array_instead_of_allocating_one_per_op(static):
     n = 1 << 20  # 4 MB of float32
-    x = tf.placeholder(tf.float32, [n])
+    x = tf.placeholder(tf.float32, [n] if static else [None])
     y = x * 0.5
     for _ in range(8):
         y = tf.tanh(tf.sin(y) + 0.25)
@@ -270,3 +271,15 @@ def test_an_interpreted_plan_forwards_and_a_failing_step_is_still_named():
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         sess.run(bad, {x: value, shape: [3, -1]})  # N32 is not a multiple of 3
     assert "{{node bad_reshape}} = Reshape on" in str(info.value)  # the plan found its failed step
+
+
+def test_steps_of_unknown_shape_forward_only_arrays_large_enough():
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.exp(tf.sin(x) * 2.0)
+    sess = tf.Session(config=_config())
+    chosen = buffer_forwarding.forwarding_kernels(sess.plan_for(y, {x: np.zeros(4, np.float32)}))
+    assert len(chosen) == 2 and not any(f.always for f in chosen.values())
+    for n in (16, N32 - 1, N32, 3 * N32):
+        value = np.linspace(-1, 1, n, dtype=np.float32)
+        for _ in range(3):
+            assert _bits(sess.run(y, {x: value})) == _bits(np.exp(np.sin(value) * np.float32(2.0)))
