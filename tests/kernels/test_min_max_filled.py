@@ -3,7 +3,7 @@ two arrays, so the kernels compare with a kept read-only array of the scalar's v
 ufunc's bits (NaN, infinities and signed zeros included, either operand order, every size around the threshold,
 float and integer types), keep a bounded number of values, never hand out a writeable array, and stay exact when
 threads ask for many values at once."""
-import threading
+import functools
 
 import numpy as np
 import pytest
@@ -12,6 +12,7 @@ import adplace as tf
 from adplace.framework import registry
 from adplace.kernels import math as math_kernels
 from adplace.runtime.kernel_context import KernelContext
+from thread_support import run_threads
 
 SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.0, 2.5]
 FLOATS = [np.float16, np.float32, np.float64]
@@ -76,22 +77,12 @@ def test_kept_values_are_bounded_read_only_and_grow_to_the_largest_size():
 def test_threads_asking_for_many_values_get_exact_results():
     kernel = _kernel(tf.maximum, np.float32)
     x = np.linspace(-50, 50, 8192, dtype=np.float32)
-    errors = []
 
     def worker(offset):
-        try:
-            for k in range(200):
-                c = np.array((offset * 7 + k) % 40 - 20, np.float32)
-                if kernel(x, c).tobytes() != np.maximum(x, c).tobytes():
-                    errors.append((offset, k))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+        for k in range(200):
+            c = np.array((offset * 7 + k) % 40 - 20, np.float32)
+            assert kernel(x, c).tobytes() == np.maximum(x, c).tobytes(), (offset, k)
+    run_threads(*(functools.partial(worker, i) for i in range(6)))
 
 
 def test_clip_by_value_in_a_session_matches_numpy():

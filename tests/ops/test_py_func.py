@@ -1,6 +1,7 @@
 """Tests for adplace.ops.script_ops and adplace.kernels.script (tf.py_func, tf.numpy_function): return types,
 value conversion, TF's errors, statefulness, gradients through gradient_override_map, CPU-only placement and calls
 from several threads at once."""
+import functools
 import queue
 import threading
 
@@ -12,6 +13,7 @@ from adplace.errors import (InvalidArgumentError, OutOfRangeError, ResourceExhau
                             UnknownError)
 from adplace.framework.registry import get_gradient_function
 from adplace.runtime.thread_pool import available_cpus
+from thread_support import run_threads
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -320,21 +322,12 @@ def test_concurrent_session_runs_call_the_function_exactly_once_each(fast_switch
     p = tf.placeholder(tf.int64, [])
     y = tf.py_func(record, [p], tf.int64)
     sess = tf.Session()
-    results, errors = {}, []
+    results = {}
 
     def worker(k):
-        try:
-            for i in range(25):
-                results[(k, i)] = sess.run(y, {p: 100 * k + i})
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+        for i in range(25):
+            results[(k, i)] = sess.run(y, {p: 100 * k + i})
+    run_threads(*(functools.partial(worker, k) for k in range(6)))
     assert sorted(calls) == sorted(100 * k + i for k in range(6) for i in range(25))
     assert all(results[(k, i)] == 2 * (100 * k + i) for k in range(6) for i in range(25))
 

@@ -2,7 +2,7 @@
 input it reads last when nobody else holds it. Values must be bit for bit those of the plain kernels, memory must
 really be reused, and no array anyone else can see (fetched, fed, a variable's, a constant, a view's base, a
 py_func's own, another reader's) may ever be written."""
-import threading
+import functools
 import tracemalloc
 
 import numpy as np
@@ -12,6 +12,7 @@ import adplace as tf
 from adplace.kernels import forwarding
 from adplace.runtime import buffer_forwarding
 from adplace.runtime.options import RewriterConfig
+from thread_support import run_threads
 
 N32 = forwarding.MIN_BYTES // 4  # the smallest float32 array that forwards
 pytestmark = pytest.mark.skipif(forwarding.FREE_REFS is None, reason="reference counts say nothing here")
@@ -236,22 +237,11 @@ def test_threads_sharing_a_session_each_get_exact_results():
     sess = tf.Session(config=_config())
     inputs = [np.full(n, k / 10, np.float32) for k in range(8)]
     wants = [tf.Session(config=_config(False)).run(y, {x: v}) for v in inputs]
-    errors = []
 
     def worker(k):
-        try:
-            for _ in range(25):
-                got = sess.run(y, {x: inputs[k]})
-                if _bits(got) != _bits(wants[k]):
-                    errors.append(k)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+        for _ in range(25):
+            assert _bits(sess.run(y, {x: inputs[k]})) == _bits(wants[k]), k
+    run_threads(*(functools.partial(worker, k) for k in range(8)))
 
 
 def test_an_interpreted_plan_forwards_and_a_failing_step_is_still_named():

@@ -1,12 +1,13 @@
 """Plan-time constant folding (adplace/runtime/constant_folding.py): folded plans against unfolded ones."""
+import functools
 import re
-import threading
 
 import numpy as np
 import pytest
 
 import adplace as tf
 from adplace.ops.broadcast_ops import broadcast_gradient_args
+from thread_support import run_threads
 
 OFF = tf.RewriterConfig.OFF
 
@@ -305,22 +306,12 @@ def test_many_threads_on_a_folded_plan_get_exact_values():
     sess = tf.Session()
     plan = sess.plan_for(out, {x: inputs[0]})
     assert plan.folded_ops and plan.keyed_ops
-    errors = []
 
     def worker(k):
-        try:
-            for _ in range(200):
-                got = sess.run(out, {x: inputs[k]})
-                if not np.array_equal(got, want[k]):
-                    errors.append((k, got))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not errors
+        for _ in range(200):
+            got = sess.run(out, {x: inputs[k]})
+            assert np.array_equal(got, want[k]), (k, got)
+    run_threads(*(functools.partial(worker, k) for k in range(16)))
 
 
 def _unnumbered(name: str) -> str:

@@ -4,6 +4,7 @@ intermediates stay; placement and step stats name the members; compiled loops ar
 processes; without Numba nothing fuses."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from adplace.kernels import cpu_fusion
 from adplace.kernels import fusion as gpu_codegen
 from adplace.ops.op_builder import apply_op_1
 from adplace.runtime import fusion
+from thread_support import run_threads
 
 needs_numba = pytest.mark.skipif(not cpu_fusion.available(), reason="Numba (the `jit` extra) is not installed")
 OFF = tf.ConfigProto(graph_options=tf.GraphOptions(rewrite_options=tf.RewriterConfig(
@@ -318,8 +320,6 @@ def test_library_calls_on_long_arrays_are_left_to_numpy(eager_fusion):
 
 
 def test_runs_in_other_threads_while_the_fused_steps_are_swapped_in_stay_exact(eager_fusion):
-    import threading
-
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [32], name="x")
@@ -327,20 +327,11 @@ def test_runs_in_other_threads_while_the_fused_steps_are_swapped_in_stay_exact(e
     sess = tf.Session(graph=graph)
     feeds = [{x: np.full(32, k / 7, np.float32)} for k in range(4)]
     expected = [tf.Session(graph=graph, config=OFF).run(y, feed) for feed in feeds]
-    errors: list = []
 
     def worker(k):
-        try:
-            for _ in range(150):
-                np.testing.assert_allclose(sess.run(y, feeds[k]), expected[k], rtol=2e-6)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+        for _ in range(150):
+            np.testing.assert_allclose(sess.run(y, feeds[k]), expected[k], rtol=2e-6)
+    run_threads(*(functools.partial(worker, k) for k in range(4)))
     assert fusion.wait_cpu_fusion(300)
     plan = sess.plan_for(y, feeds[0])
     assert [len(m) for m in plan.fused.values()] == [6]

@@ -2,6 +2,7 @@
 once the first iterations, timed in turn, show long iterations, the others overlap, never more than
 `parallel_iterations` at once, with the values of the sequential run; errors, deadlines and Ctrl-C end the run only
 once no step of it is running; short iterations stay on the caller's thread."""
+import functools
 import threading
 import time
 
@@ -11,6 +12,7 @@ import pytest
 import adplace as tf
 from adplace.ops.op_builder import apply_op_1
 from ctrl_c import pressing_ctrl_c
+from thread_support import run_threads
 
 THREADS = tf.ConfigProto(inter_op_parallelism_threads=4)
 
@@ -125,21 +127,12 @@ def test_threads_running_one_pipelined_loop_each_get_their_values(scratch_regist
     x = tf.placeholder(tf.float64, [8, 1])
     out = tf.map_fn(lambda r: probe(r) + 1.0, x, parallel_iterations=4)
     sess = tf.Session(config=THREADS)
-    errors = []
 
     def work(seed: int):
-        try:
-            for step in range(3):
-                value = np.arange(8.0).reshape(8, 1) + 100 * seed + step
-                np.testing.assert_array_equal(sess.run(out, {x: value}), value * 2 + 1)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+        for step in range(3):
+            value = np.arange(8.0).reshape(8, 1) + 100 * seed + step
+            np.testing.assert_array_equal(sess.run(out, {x: value}), value * 2 + 1)
+    run_threads(*(functools.partial(work, seed) for seed in range(3)))
     loop = next(k for k, op in zip(sess.plan_for(out, {x: np.zeros((8, 1))}).kernels,
                                    sess.plan_for(out, {x: np.zeros((8, 1))}).ops) if op.type == "LoopCond")
     assert loop.pipeline.worth_it

@@ -1,31 +1,12 @@
-"""Helpers of the stress tests: threads that report their errors, throwaway op types, the session's clean state."""
+"""Helpers of the stress tests: threads that report their errors (tests/thread_support.py), throwaway op types, the
+session's clean state."""
 import sys
-import threading
 
 import adplace as tf
 from adplace.ops.op_builder import apply_op_1
+from thread_support import JOIN_TIMEOUT_S, run_threads  # noqa: F401 - the stress tests import them from here
 
 PARALLEL = tf.ConfigProto(inter_op_parallelism_threads=4)
-JOIN_TIMEOUT_S = 300.0  # a hang guard, not a timing assertion: no healthy run comes near it
-
-
-def run_threads(*targets) -> None:
-    """Run each callable in its own thread, join them all, and re-raise the first exception any of them raised."""
-    errors: list = []
-
-    def guarded(fn):
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread below
-            errors.append(exc)
-    threads = [threading.Thread(target=guarded, args=(fn,), daemon=True) for fn in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(JOIN_TIMEOUT_S)
-    assert not any(t.is_alive() for t in threads), f"a thread still runs after {JOIN_TIMEOUT_S} s (a deadlock?)"
-    if errors:
-        raise errors[0]
 
 
 def register_kernel_op(registry, op_type: str, fn) -> None:
