@@ -50,16 +50,16 @@ BINARY_KERNELS = {
 
 
 def _relu(xp):
-    """max(x, 0); on the CPU against a read-only array of zeros (`filled`, shared by every op), as Maximum does."""
+    """max(x, 0); on the CPU Maximum's kernel against a 0-d zero of x's type, so a long x meets the kept read-only
+    array of zeros (`filled`, shared by every op) and NumPy's SIMD loop."""
     if xp is not np:
         return lambda x: xp.maximum(x, 0)
+    maximum = _min_max(np, "maximum")
 
     def relu(x, out=None):
-        if type(x) is np.ndarray and x.dtype.kind in "fiu" and _FILLED_MIN <= x.size <= _FILLED_MAX:
-            zero = filled(_zero(x.dtype), x.shape)
-        else:
-            zero = 0
-        return np.maximum(x, zero) if out is None else np.maximum(x, zero, out=out)
+        if type(x) is np.ndarray and x.dtype.kind in "fiu":
+            return maximum(x, _zero(x.dtype), out)
+        return np.maximum(x, 0, out=out)
     relu.forwards = lambda position: forwarding.unary(relu, relu)
     return relu
 
