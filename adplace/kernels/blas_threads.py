@@ -11,11 +11,17 @@ Calibration (2-core AMD EPYC VM, NumPy 2.4's OpenBLAS 0.3.31, float32, 1 vs 2 th
 1.45x, 88^3 1.36x, 128x10x512 1.33x, 128^3 1.52x, 512^3 1.97x. So 2**18 multiply-adds a thread is the least worth a
 thread here; products under 2**16 skip the policy altogether (every BLAS runs them on one thread).
 Measured, per kernel (BlasKernel): where the rule gives a large product several threads, the kernel also times it on
-one thread and keeps the rule's count only while it measures 1.25x faster (averaged times; the other count is
-re-timed after 8 calls, then 16, ... up to every 256 while the choice holds, and all kernels' re-timings together take
-at most 1/20 of the BLAS time: on a busy machine one re-timing on two threads can cost tens of ms). On this VM, with other processes busy on both cores (load ~4), a 1024^3 product took
-37 ms on one thread and 83 ms on two (OpenBLAS splits the work evenly and waits for its slowest, descheduled thread),
-and the MLP step ran 12 ms with two threads against 6.5 ms with one: the size rule alone cannot see that.
+one thread and keeps the rule's count only while it measures 1.25x faster (the median of each count's last 5 calls;
+the other count is re-timed after 8 calls, then 16, ... up to every 256 while the choice holds, and all kernels'
+re-timings together take at most 1/20 of the BLAS time: on a busy machine one re-timing on two threads can cost tens
+of ms). On this VM, with other processes busy on both cores (load ~4), a 1024^3 product took 37 ms on one thread and
+83 ms on two (OpenBLAS splits the work evenly and waits for its slowest, descheduled thread), and the MLP step ran
+12 ms with two threads against 6.5 ms with one: the size rule alone cannot see that. A median, not a running average:
+on a quiet machine a product's two-thread calls in a step are 1.3-1.9x faster than one thread at the median, but one
+in twenty is 1.5x slower than that or worse, and an average let each such call move the kernel to one thread for a
+while. The MLP step (benchmarks/mlp_step.py, each variant in a process of its own, alternated, 12-30 rounds) took
+1.10-1.16x the time it takes with the policy off when averaging, 1.04-1.06x with the median; with one and with two
+other processes spinning, both ran it at 0.26-0.31x and 0.54-0.62x of the policy-off time.
 
 Safety: OpenBLAS's thread count is global to the process, and changing it while another thread is inside a threaded
 gemm is not something OpenBLAS promises to survive (raising it starts server threads under its own lock; the running
@@ -244,15 +250,16 @@ class BlasKernel:
     with other work the call waits for its slowest thread: there one thread is often faster, and this finds it.
     """
 
-    __slots__ = ("mnk", "rule", "best", "ns", "calls", "probe_at", "interval")
+    __slots__ = ("mnk", "rule", "best", "ns", "samples", "calls", "probe_at", "interval")
     FIRST_INTERVAL, MAX_INTERVAL = 8, 256
     GAIN = 1.25
+    SAMPLES = 5  # each count's estimate is the median of its last SAMPLES calls
 
     def __init__(self):
         self.mnk = self.rule = -1
 
     def _reset(self, mnk: int, rule: int) -> None:
-        self.mnk, self.rule, self.best, self.ns, self.calls = mnk, rule, rule, {}, 0
+        self.mnk, self.rule, self.best, self.ns, self.samples, self.calls = mnk, rule, rule, {}, {}, 0
         self.probe_at, self.interval = 0, self.FIRST_INTERVAL
 
     def pick(self, mnk: int) -> int:
@@ -272,14 +279,20 @@ class BlasKernel:
         return self.best
 
     def record(self, threads: int, ns: int) -> None:
-        """A call's time, averaged into its count's; several threads are kept only when GAIN times faster than one
-        (a lucky sample on a busy machine must not switch the kernel to a count whose slow calls cost far more)."""
-        old = self.ns.get(threads)
+        """A call's time, into its count's estimate: the median of that count's last SAMPLES times, so that one call
+        slowed by another process does not move the kernel. Several threads are kept only when GAIN times faster
+        than one (a kernel on a busy machine must not keep a count whose slow calls cost far more)."""
+        recent = self.samples.get(threads)
         probe = threads != self.best
         POLICY.blas_ns += ns
-        if probe and old is not None:  # all kernels' re-timings take at most 1 / PROBE_SPACING of the BLAS time
+        if probe and recent is not None:  # all kernels' re-timings take at most 1 / PROBE_SPACING of the BLAS time
             POLICY.probe_after = POLICY.blas_ns + PROBE_SPACING * ns
-        self.ns[threads] = ns if old is None else (old + ns) // 2
+        if recent is None:
+            recent = self.samples[threads] = []
+        elif len(recent) == self.SAMPLES:
+            del recent[0]
+        recent.append(ns)
+        self.ns[threads] = sorted(recent)[(len(recent) - 1) // 2]
         if len(self.ns) == 2:
             best = self.rule if self.ns[self.rule] * self.GAIN < self.ns[1] else 1
             if best != self.best:

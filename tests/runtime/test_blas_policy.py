@@ -104,6 +104,38 @@ def test_a_kernel_keeps_the_count_that_measured_faster_and_re_times_the_other(tw
     assert set(blas_counts()) == {2}
 
 
+def test_one_slow_call_does_not_move_a_kernel_to_one_thread_but_a_run_of_them_does(two_blas_threads, monkeypatch):
+    """Each count's estimate is the median of its recent calls: a call another process slowed (20x here) leaves
+    the kernel on the rule's count; when most recent calls are slow, it moves."""
+    blas_threads.POLICY.attach(threadpoolctl.ThreadpoolController())
+    clock = [0]
+    monkeypatch.setattr(blas_threads, "time", type("FakeTime", (), {"perf_counter_ns": lambda: clock[0]}))
+    monkeypatch.setattr(blas_threads.POLICY, "probe_after", 0)
+    monkeypatch.setattr(blas_threads.POLICY, "blas_ns", 0)
+    slow_left = [0]  # how many of the next calls on two threads take 20x their time
+    used = []
+
+    def product():  # two threads: 100 us; one thread: 180 us
+        two = blas_threads.POLICY.current == 2
+        used.append(blas_threads.POLICY.current)
+        slow = two and slow_left[0] > 0
+        slow_left[0] -= slow
+        clock[0] += (100_000 if two else 180_000) * (20 if slow else 1)
+    kernel = blas_threads.BlasKernel()
+    mnk = 1 << 24
+    for _ in range(8):
+        kernel(product, mnk)
+    assert used[:2] == [2, 1] and used[2:].count(2) >= 5 and kernel.best == 2
+    slow_left[0] = 1
+    for _ in range(10):
+        kernel(product, mnk)
+    assert slow_left[0] == 0 and used[8:].count(1) <= 1 and kernel.best == 2  # at most a re-timing on one thread
+    slow_left[0] = 3  # three in a row: 3 of the last 5
+    while slow_left[0]:
+        kernel(product, mnk)
+    assert kernel.best == 1
+
+
 def test_the_rule_by_size():
     policy = blas_threads.BlasThreads()
     policy.bound = 8
