@@ -257,12 +257,12 @@ def reduction_axes(op, axis, ndim: int) -> tuple:
     axes = int_tuple(axis)
     seen = set()
     for a in axes:
-        if not -ndim <= a < max(ndim, 1):
+        if not -ndim <= a < ndim:
             raise InvalidArgumentError(None, op, f"Invalid reduction dimension ({a} for input with {ndim} "
                                        f"dimension(s)")
-        if a % max(ndim, 1) in seen:
-            raise InvalidArgumentError(None, op, f"Axes contains duplicate dimension: {a % max(ndim, 1)}")
-        seen.add(a % max(ndim, 1))
+        if a % ndim in seen:
+            raise InvalidArgumentError(None, op, f"Axes contains duplicate dimension: {a % ndim}")
+        seen.add(a % ndim)
     return axes
 
 

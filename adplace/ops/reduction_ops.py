@@ -43,11 +43,11 @@ def _reduction_infer(op_type):
 def _reduction_axis(axis: int, inputs, name: str, op_type: str) -> int:
     """`axis` in [0, rank), or TF's shape-function error for an axis outside [-rank, rank)."""
     rank = inputs[0]._shape.ndims
-    if not -rank <= axis < max(rank, 1):
+    if not -rank <= axis < rank:
         raise ValueError(f"Invalid reduction dimension {axis} for input with {rank} dimensions. for '{name}' (op: "
                          f"'{op_type}') with input shapes: {shapes_text(inputs)} and with computed input tensors: "
                          f"input[1] = <{' '.join(str(int(a)) for a in np.reshape(constant_value(inputs[1]), [-1]))}>.")
-    return axis % max(rank, 1)
+    return axis % rank
 
 
 _REDUCTION_DTYPES = {"Sum": NUMERIC, "Mean": NUMERIC, "Prod": NUMERIC, "EuclideanNorm": NUMERIC,

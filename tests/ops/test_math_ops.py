@@ -350,6 +350,22 @@ def test_reduction_axis_out_of_range_raises():
         tf.reduce_sum(tf.placeholder(tf.float32), [[1], [2]])
 
 
+def test_a_scalar_has_no_axis_to_reduce():
+    """TF's shape function and kernel both reject axis 0 and -1 of a 0-d input (TF 2.21 compat.v1, checked)."""
+    for axis in (0, -1):
+        with pytest.raises(ValueError, match=f"Invalid reduction dimension {axis} for input with 0 dimensions"):
+            tf.reduce_sum(tf.constant(3.0), axis=axis)
+    p = tf.placeholder(tf.float32)
+    for reduce in (tf.reduce_sum, tf.reduce_mean, tf.reduce_max, tf.reduce_prod):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"Invalid reduction dimension \(0 for input with 0 dimension\(s\)"):
+            run(reduce(p, axis=0), {p: 3.0})
+    flag = tf.placeholder(tf.bool)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Invalid reduction dimension \(-1 for input with 0 "):
+        run(tf.reduce_any(flag, axis=-1), {flag: True})
+    assert run(tf.reduce_sum(p, axis=[]), {p: 3.0}) == 3.0
+
+
 def test_reduction_with_unknown_axis_tensor():
     p = tf.placeholder(tf.int32, shape=[])
     y = tf.reduce_sum(tf.constant(M), axis=p)
