@@ -13,10 +13,7 @@ ratios are against adplace without forwarding, measured in the same samples.
 """
 from __future__ import annotations
 
-import datetime
-import os
 import sys
-import time
 
 import numpy as np
 
@@ -24,10 +21,9 @@ import adplace as tf
 from adplace.runtime.options import RewriterConfig
 
 try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.buffer_forwarding
-    from dispatch import _sources_digest, compare, machine_info, parse_args, print_table, source_info, write_results
+    from dispatch import compare, parse_args, print_table, run_fields, run_start, write_results
 except ImportError:  # pragma: no cover - the package-style import
-    from benchmarks.dispatch import (_sources_digest, compare, machine_info, parse_args, print_table, source_info,
-                                     write_results)
+    from benchmarks.dispatch import compare, parse_args, print_table, run_fields, run_start, write_results
 
 N_OPS = 200
 CONSTANTS = (np.float32(1.0001), np.float32(0.5), np.float32(0.25))
@@ -97,8 +93,7 @@ def main(argv=None) -> int:
     args = parse_args(argv, "buffer_forwarding", __doc__.splitlines()[0], "two sizes, fewer samples")
     sizes = (1 << 16, 1 << 20) if args.quick else (1 << 16, 1 << 18, 1 << 20, 1 << 22)
     samples = 5 if args.quick else 11
-    sources_at_start = _sources_digest(os.path.dirname(os.path.abspath(tf.__file__)))
-    started = time.perf_counter()
+    start = run_start()
     rows, results = [], {}
     for n in sizes:
         result = results[str(n)] = bench_size(n, samples)
@@ -110,10 +105,7 @@ def main(argv=None) -> int:
     print_table(["elements", "array", "forwarding", "none", "numpy loop", "numpy out=", "fwd/none", "fwd/numpy"],
                 rows)
     write_results({"benchmark": "buffer_forwarding", "n_ops": N_OPS, "samples": samples, "sizes": results,
-                   "machine": machine_info(), "quick": args.quick,
-                   "adplace_source": {**source_info(), "sources_sha1_at_start": sources_at_start},
-                   "wall_s": time.perf_counter() - started,
-                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, args.out)
+                   **run_fields(start, args.quick)}, args.out)
     return 0
 
 

@@ -238,12 +238,8 @@ class TFCluster:
     def close(self) -> None:
         client = getattr(self, "client", None)
         if client is not None and client.poll() is None:
-            try:
-                client.stdin.write("quit\n")
-                client.stdin.flush()
-                client.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                client.kill()
+            from dispatch import stop_worker  # main()'s process only: dispatch imports adplace
+            stop_worker(client, "quit\n")
         for server in self.servers:
             server.kill()
             server.wait()

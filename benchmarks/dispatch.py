@@ -38,6 +38,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -432,6 +433,31 @@ def machine_info() -> dict:
     return {"platform": platform.platform(), "machine": platform.machine(), "processor": platform.processor(),
             "python": sys.version.split()[0], "python_impl": platform.python_implementation(),
             "numpy": np.__version__, "adplace": getattr(tf, "__version__", "?"), "cpu_count": os.cpu_count()}
+
+
+def run_start() -> tuple:
+    """(the adplace sources' digest, the clock) as a benchmark starts; run_fields(start, quick) stamps its JSON."""
+    return _sources_digest(os.path.dirname(os.path.abspath(tf.__file__))), time.perf_counter()
+
+
+def run_fields(start: tuple, quick: bool) -> dict:
+    """The fields a benchmark's JSON carries about its run: machine, quick, adplace_source (with the sources' digest
+    at the start, which write_results checks), wall_s and date."""
+    return {"machine": machine_info(), "quick": quick,
+            "adplace_source": {**source_info(), "sources_sha1_at_start": start[0]},
+            "wall_s": time.perf_counter() - start[1],
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def stop_worker(proc, last_line: str, timeout_s: float = 30) -> None:
+    """End a benchmark's worker process: `last_line` on its stdin, then a wait; killed if that fails or times out."""
+    try:
+        proc.stdin.write(last_line)
+        proc.stdin.flush()
+        proc.wait(timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
 
 
 def write_results(results: dict, path: str) -> None:

@@ -11,17 +11,19 @@ Calibration (2-core AMD EPYC VM, NumPy 2.4's OpenBLAS 0.3.31, float32, 1 vs 2 th
 1.45x, 88^3 1.36x, 128x10x512 1.33x, 128^3 1.52x, 512^3 1.97x. So 2**18 multiply-adds a thread is the least worth a
 thread here; products under 2**16 skip the policy altogether (every BLAS runs them on one thread).
 Measured, per kernel (BlasKernel): where the rule gives a large product several threads, the kernel also times it on
-one thread and keeps the rule's count only while it measures 1.25x faster (the median of each count's last 5 calls;
+one thread, and keeps the rule's count while it measures at least 1.05x faster than one thread; once on one thread,
+it goes back only when the rule's count measures 1.25x faster (each count's time is the median of its last 5 calls;
 the other count is re-timed after 8 calls, then 16, ... up to every 256 while the choice holds, and all kernels'
 re-timings together take at most 1/20 of the BLAS time: on a busy machine one re-timing on two threads can cost tens
 of ms). On this VM, with other processes busy on both cores (load ~4), a 1024^3 product took 37 ms on one thread and
 83 ms on two (OpenBLAS splits the work evenly and waits for its slowest, descheduled thread), and the MLP step ran
-12 ms with two threads against 6.5 ms with one: the size rule alone cannot see that. A median, not a running average:
-on a quiet machine a product's two-thread calls in a step are 1.3-1.9x faster than one thread at the median, but one
-in twenty is 1.5x slower than that or worse, and an average let each such call move the kernel to one thread for a
-while. The MLP step (benchmarks/mlp_step.py, each variant in a process of its own, alternated, 12-30 rounds) took
-1.10-1.16x the time it takes with the policy off when averaging, 1.04-1.06x with the median; with one and with two
-other processes spinning, both ran it at 0.26-0.31x and 0.54-0.62x of the policy-off time.
+12 ms with two threads against 6.5 ms with one: the size rule alone cannot see that. Medians and the two thresholds,
+not a running average against 1.25x: on a quiet machine the MLP's products run 1.3-1.9x faster on two threads at the
+median, but one call in twenty is 1.3x slower than that or worse, and with an average each such call moved its kernel
+to one thread for a while; a product 1.3x faster sat at the threshold. Measured with benchmarks/blas_policy.py (each
+variant in a worker process of its own, rounds alternating them), the MLP step with default threads on a quiet
+machine: 1.10-1.16x its time with the policy off when averaging, 1.04-1.08x with medians alone, 1.02-1.03x now; with
+one other process spinning the policy runs it at 0.3-0.5x of the policy-off time, with two at 0.5-0.8x.
 
 Safety: OpenBLAS's thread count is global to the process, and changing it while another thread is inside a threaded
 gemm is not something OpenBLAS promises to survive (raising it starts server threads under its own lock; the running
@@ -252,8 +254,9 @@ class BlasKernel:
 
     __slots__ = ("mnk", "rule", "best", "ns", "samples", "calls", "probe_at", "interval")
     FIRST_INTERVAL, MAX_INTERVAL = 8, 256
-    GAIN = 1.25
-    SAMPLES = 5  # each count's estimate is the median of its last SAMPLES calls
+    GAIN = 1.25   # one thread -> the rule's count when that measures this much faster
+    LEAVE = 1.05  # the rule's count -> one thread when that measures less than this much faster
+    SAMPLES = 5   # each count's estimate is the median of its last SAMPLES calls
 
     def __init__(self):
         self.mnk = self.rule = -1
@@ -280,8 +283,10 @@ class BlasKernel:
 
     def record(self, threads: int, ns: int) -> None:
         """A call's time, into its count's estimate: the median of that count's last SAMPLES times, so that one call
-        slowed by another process does not move the kernel. Several threads are kept only when GAIN times faster
-        than one (a kernel on a busy machine must not keep a count whose slow calls cost far more)."""
+        slowed by another process does not move the kernel. The rule's count is left for one thread once it measures
+        less than LEAVE times faster, and taken back only when GAIN times faster (a kernel on a busy machine must not
+        return to a count whose slow calls cost far more; on a quiet one, a product 1.3x faster on two threads must
+        not leave them whenever its median wavers)."""
         recent = self.samples.get(threads)
         probe = threads != self.best
         POLICY.blas_ns += ns
@@ -293,8 +298,9 @@ class BlasKernel:
             del recent[0]
         recent.append(ns)
         self.ns[threads] = sorted(recent)[(len(recent) - 1) // 2]
-        if len(self.ns) == 2:
-            best = self.rule if self.ns[self.rule] * self.GAIN < self.ns[1] else 1
+        if len(self.ns) == 2:  # hysteresis: the rule's count is kept while LEAVE times faster, taken back at GAIN
+            ratio = self.LEAVE if self.best == self.rule else self.GAIN
+            best = self.rule if self.ns[self.rule] * ratio < self.ns[1] else 1
             if best != self.best:
                 self.best, self.interval = best, self.FIRST_INTERVAL
             elif probe:  # the choice held: re-time less often

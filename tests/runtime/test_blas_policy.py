@@ -136,6 +136,39 @@ def test_one_slow_call_does_not_move_a_kernel_to_one_thread_but_a_run_of_them_do
     assert kernel.best == 1
 
 
+def test_a_kernel_leaves_the_rules_count_below_leave_and_takes_it_back_only_at_gain(two_blas_threads, monkeypatch):
+    """Hysteresis: two threads 1.15x faster than one are kept (over LEAVE, 1.05x); once a run of slow calls moved
+    the kernel to one thread, the same 1.15x does not bring it back (under GAIN, 1.25x), and 1.5x does."""
+    blas_threads.POLICY.attach(threadpoolctl.ThreadpoolController())
+    clock = [0]
+    monkeypatch.setattr(blas_threads, "time", type("FakeTime", (), {"perf_counter_ns": lambda: clock[0]}))
+    monkeypatch.setattr(blas_threads.POLICY, "probe_after", 0)
+    monkeypatch.setattr(blas_threads.POLICY, "blas_ns", 0)
+    cost = {1: 115_000, 2: 100_000}
+    used = []
+
+    def product():
+        used.append(blas_threads.POLICY.current)
+        clock[0] += cost[blas_threads.POLICY.current]
+    kernel = blas_threads.BlasKernel()
+    mnk = 1 << 24
+    for _ in range(40):
+        kernel(product, mnk)
+    assert kernel.best == 2 and used[2:].count(2) >= 33  # kept: 1.15x faster; one thread only re-timed
+    cost[2] = 300_000
+    while kernel.best == 2:
+        kernel(product, mnk)
+    cost[2] = 100_000  # 1.15x faster again: not enough to go back
+    used.clear()
+    for _ in range(200):
+        kernel(product, mnk)
+    assert kernel.best == 1 and used.count(2) >= 2 and used[-20:].count(1) >= 19  # re-timed, not taken back
+    cost[2] = 76_000  # 1.5x faster
+    for _ in range(600):
+        kernel(product, mnk)
+    assert kernel.best == 2
+
+
 def test_the_rule_by_size():
     policy = blas_threads.BlasThreads()
     policy.bound = 8
