@@ -6,8 +6,9 @@ operations in the variable's float type, so the values equal the reference's.
 Adam, Momentum, RMSProp, centered RMSProp, Adagrad, Adadelta and FTRL (V1 and V2) have loops; their loop modules
 are generated once per float type and cached on disk like the fused elementwise loops (adplace.kernels.cpu_fusion),
 and run without the GIL. The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
-LOOP_MIN_ELEMENTS, for use_nesterov, Adagrad without update_slots, FTRL with multiply_linear_by_lr, and for arrays a
-loop does not take (not C-contiguous float32/float64 of one size).
+LOOP_MIN_ELEMENTS until a larger one has compiled their loop in this process, for use_nesterov, Adagrad without
+update_slots, FTRL with multiply_linear_by_lr, and for arrays a loop does not take (not C-contiguous float32/float64
+of one size).
 
 FTRL with learning_rate_power -0.5 takes square roots, exact in both. Any other power keeps NumPy's `np.power`
 (its SIMD pow differs from libm's, which Numba calls, in the last bit): the accumulator and both powers are computed
@@ -103,15 +104,18 @@ def _source(name: str, dtype: str) -> _Source:
     return _Source(text, hashlib.sha1(text.encode()).hexdigest()[:20])
 
 
-# Smaller variables take the NumPy form: a call of a Numba loop over 7-9 arrays costs ~4 us in argument checks, and
-# the loop wins from about 4,096 float32 elements on (Adam, measured here).
+# From this many elements a variable's update compiles its loop (importing Numba, compiling or loading it from the
+# disk cache: 0.3-1 s once). A smaller variable takes the loop only once another update compiled it in this process:
+# Adam on 3 float32 elements costs 3.6-4.4 us a call through the loop (checks, the split's scalars, a 0.65 us Numba
+# call) against 4.4 us for NumPy's expressions, on 512 elements 4.7 against 6.2 us (measured here), a saving that
+# would take a million calls to pay for the compile.
 LOOP_MIN_ELEMENTS = 4096
-_compiled: dict = {}  # (name, dtype name) -> compiled loop
+_compiled: dict = {}  # (name, dtype char) -> compiled loop (dtype.name is a Python property: ~1 us a call)
 _lock = threading.Lock()
 
 
 def _loop(name: str, dtype: np.dtype):
-    key = (name, dtype.name)
+    key = (name, dtype.char)
     loop = _compiled.get(key)
     if loop is not None:
         return loop
@@ -129,33 +133,49 @@ def _loop(name: str, dtype: np.dtype):
         return _compiled[key]
 
 
-def _flat(array, dtype: np.dtype, size: int):
-    return array.reshape(-1) if type(array) is np.ndarray and array.dtype == dtype and array.size == size and \
-        array.flags.c_contiguous else None
+_LOOP_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _compiled_update(name: str, reference: Callable, split: Callable, prepare: Callable | None = None) -> Callable:
     """`reference`'s signature `(attrs, out, *refs, *inputs)`, computed by loop `name` where it applies;
     `split(attrs, inputs)` gives (the loop's scalars, the gradient), or None where the loop does not apply. A split
     may name another loop of the same refs and scalars as a third item; `prepare(out, refs, inputs)` then runs first
-    (FTRL's NumPy powers)."""
+    (FTRL's NumPy powers). The result's `loop` attribute is the same call without the reference: None where the loop
+    does not apply (a small variable's caller then takes its plain NumPy expressions)."""
     n_refs = 1 + len(_LOOPS[name][0])
 
-    def update_into(attrs, out, *refs_and_inputs):
+    def loop_into(attrs, out, *refs_and_inputs):
         var = refs_and_inputs[0]
         dtype = var.dtype
-        if var.size >= LOOP_MIN_ELEMENTS and dtype.kind == "f" and dtype.itemsize in (4, 8) and cpu_fusion.enabled():
-            inputs = refs_and_inputs[n_refs:]
-            parts = split(attrs, inputs)
-            if parts is not None:
-                scalars, grad = parts[:2]
-                arrays = [_flat(a, dtype, var.size) for a in (*refs_and_inputs[:n_refs], grad, *out)]
-                if all(a is not None for a in arrays):
-                    if len(parts) > 2:
-                        prepare(out, refs_and_inputs[:n_refs], inputs)
-                    _loop(parts[2] if len(parts) > 2 else name, dtype)(*arrays, *[dtype.type(s) for s in scalars])
-                    return out
-        return reference(attrs, out, *refs_and_inputs)
+        small = var.size < LOOP_MIN_ELEMENTS
+        if dtype not in _LOOP_TYPES or (small and (name, dtype.char) not in _compiled) or not cpu_fusion.enabled():
+            return None
+        parts = split(attrs, refs_and_inputs[n_refs:])
+        if parts is None or (small and len(parts) > 2 and (parts[2], dtype.char) not in _compiled):
+            return None
+        size = var.size
+        arrays = (*refs_and_inputs[:n_refs], parts[1], *out)
+        for a in arrays:  # the loop reads var.size elements of each: never past one's end
+            if type(a) is not np.ndarray or a.size != size:
+                return None
+        if var.ndim != 1:  # flat views (a reshape would copy a non-contiguous array: the loop must write `out`)
+            if not all(a.flags.c_contiguous for a in arrays):
+                return None
+            arrays = [a.reshape(-1) for a in arrays]
+        loop = _loop(parts[2] if len(parts) > 2 else name, dtype)
+        scalars = [s if type(s) is dtype.type else dtype.type(s) for s in parts[0]]
+        if len(parts) > 2:
+            prepare(out, refs_and_inputs[:n_refs], refs_and_inputs[n_refs:])
+        try:
+            loop(*arrays, *scalars)
+        except TypeError:  # another dtype or a strided array: the loop has no such signature and wrote nothing
+            return None
+        return out
+
+    def update_into(attrs, out, *refs_and_inputs):
+        done = loop_into(attrs, out, *refs_and_inputs)
+        return reference(attrs, out, *refs_and_inputs) if done is None else done
+    update_into.loop = loop_into
     return update_into
 
 
@@ -163,7 +183,8 @@ def _adam_split(attrs, inputs):
     if attrs.get("use_nesterov"):
         return None
     beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad = inputs
-    return (adam_alpha(np, lr, beta1_power, beta2_power), 1 - beta1, 1 - beta2, epsilon), grad
+    beta1, beta2 = beta1[()], beta2[()]  # array scalars: the reference's float math, without 0-d arrays' cost
+    return (adam_alpha(np, lr[()], beta1_power[()], beta2_power[()]), 1 - beta1, 1 - beta2, epsilon), grad
 
 
 def adam_alpha(xp, lr, beta1_power, beta2_power):
@@ -179,7 +200,7 @@ def _momentum_split(attrs, inputs):
 
 def _rms_prop_split(attrs, inputs):
     lr, rho, momentum, epsilon, grad = inputs
-    return (lr, 1 - rho, momentum, epsilon), grad
+    return (lr, 1 - rho[()], momentum, epsilon), grad
 
 
 def _adagrad_split(attrs, inputs):
@@ -205,7 +226,7 @@ def compiled_adagrad(reference: Callable) -> Callable:
 
 def _adadelta_split(attrs, inputs):
     lr, rho, epsilon, grad = inputs
-    return (lr, rho, 1 - rho, epsilon), grad
+    return (lr, rho, 1 - rho[()], epsilon), grad
 
 
 def compiled_centered_rms_prop(reference: Callable) -> Callable:

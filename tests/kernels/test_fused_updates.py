@@ -90,12 +90,19 @@ def test_a_loop_runs_for_plain_arrays_and_not_elsewhere(monkeypatch, calls):
         np.testing.assert_array_equal(a, b)
 
 
-def test_variables_under_the_size_threshold_take_the_numpy_form(monkeypatch, calls):
+def test_variables_under_the_size_threshold_take_the_loop_only_once_it_is_compiled(monkeypatch, calls):
     monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 4096)
+    monkeypatch.setattr(fused_updates, "_compiled", {})  # no loop compiled in this process yet
     _both("adam", {}, *_inputs("adam", np.float32, (64, 63)))
-    assert calls == []
+    assert calls == []                        # small: not worth compiling (or importing Numba) for
     _both("adam", {}, *_inputs("adam", np.float32, (64, 64)))
-    assert calls == ["adam"]
+    assert calls == ["adam"]                  # compiles it
+    fused, expected = _both("adam", {}, *_inputs("adam", np.float32, (3,)))
+    assert calls == ["adam", "adam"]          # now small ones take it too, with the same values
+    _both("adam", {}, *_inputs("adam", np.float64, (3,)))
+    assert calls == ["adam", "adam"]          # not the float64 loop: not compiled
+    for a, b in zip(fused, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def _train(optimizer, steps: int, inputs: int = 8, units: int = 4) -> list:
@@ -119,8 +126,9 @@ def _train(optimizer, steps: int, inputs: int = 8, units: int = 4) -> list:
                                        lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True),
                                        lambda: tf.train.AdadeltaOptimizer(1.0)],
                          ids=["adam", "momentum", "rmsprop", "adagrad", "centered_rmsprop", "adadelta"])
-def test_training_with_the_loops_equals_training_without_them(monkeypatch, optimizer):
-    fused = _train(optimizer, 5)
+def test_training_with_the_loops_equals_training_without_them(monkeypatch, calls, optimizer):
+    fused = _train(optimizer, 5)  # 32 weights: new arrays each step, not the recycled ones (RECYCLE_MIN_ELEMENTS)
+    assert calls                  # ... computed by the loop
     monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
     for a, b in zip(fused, _train(optimizer, 5), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -181,7 +189,8 @@ def test_ftrl_takes_numpy_where_the_loop_does_not_apply(monkeypatch, calls):
             np.testing.assert_array_equal(a, b)
     assert calls == []
     monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 33)
-    _ftrl_both({}, *_ftrl_inputs(np.float32, (8, 4), -0.5, 0.05), False)
+    monkeypatch.setattr(fused_updates, "_compiled", {})
+    _ftrl_both({}, *_ftrl_inputs(np.float32, (8, 4), -0.5, 0.05), False)  # small, the loop not compiled: NumPy
     assert calls == []
 
 
