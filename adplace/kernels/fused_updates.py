@@ -6,9 +6,8 @@ operations in the variable's float type, so the values equal the reference's.
 Adam, Momentum, RMSProp, centered RMSProp, Adagrad, Adadelta and FTRL (V1 and V2) have loops; their loop modules
 are generated once per float type and cached on disk like the fused elementwise loops (adplace.kernels.cpu_fusion),
 and run without the GIL. The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
-LOOP_MIN_ELEMENTS until a larger one has compiled their loop in this process, for use_nesterov, Adagrad without
-update_slots, FTRL with multiply_linear_by_lr, and for arrays a loop does not take (not C-contiguous float32/float64
-of one size).
+LOOP_MIN_ELEMENTS, for use_nesterov, Adagrad without update_slots, FTRL with multiply_linear_by_lr, and for arrays a
+loop does not take (not C-contiguous float32/float64 of one size).
 
 FTRL with learning_rate_power -0.5 takes square roots, exact in both. Any other power keeps NumPy's `np.power`
 (its SIMD pow differs from libm's, which Numba calls, in the last bit): the accumulator and both powers are computed
@@ -104,11 +103,10 @@ def _source(name: str, dtype: str) -> _Source:
     return _Source(text, hashlib.sha1(text.encode()).hexdigest()[:20])
 
 
-# From this many elements a variable's update compiles its loop (importing Numba, compiling or loading it from the
-# disk cache: 0.3-1 s once). A smaller variable takes the loop only once another update compiled it in this process:
-# Adam on 3 float32 elements costs 3.6-4.4 us a call through the loop (checks, the split's scalars, a 0.65 us Numba
-# call) against 4.4 us for NumPy's expressions, on 512 elements 4.7 against 6.2 us (measured here), a saving that
-# would take a million calls to pay for the compile.
+# Smaller variables take the NumPy form. Adam's loop costs ~4.5 us a call besides the loop itself (checks, the
+# split's scalars, a 0.65 us Numba call): on 512 float32 elements 4.7 us against NumPy's 6.2 (measured here), but
+# compiling it (importing Numba, compiling or loading from the disk cache: 0.3-1 s once) for that takes a million calls
+# to pay, and letting small variables take a loop another variable compiled cost the seed's tower fit ~1 us a step.
 LOOP_MIN_ELEMENTS = 4096
 _compiled: dict = {}  # (name, dtype char) -> compiled loop (dtype.name is a Python property: ~1 us a call)
 _lock = threading.Lock()
@@ -133,27 +131,25 @@ def _loop(name: str, dtype: np.dtype):
         return _compiled[key]
 
 
-_LOOP_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_LOOP_TYPES = frozenset("fd")  # dtype.char of float32, float64
 
 
 def _compiled_update(name: str, reference: Callable, split: Callable, prepare: Callable | None = None) -> Callable:
     """`reference`'s signature `(attrs, out, *refs, *inputs)`, computed by loop `name` where it applies;
     `split(attrs, inputs)` gives (the loop's scalars, the gradient), or None where the loop does not apply. A split
     may name another loop of the same refs and scalars as a third item; `prepare(out, refs, inputs)` then runs first
-    (FTRL's NumPy powers). The result's `loop` attribute is the same call without the reference: None where the loop
-    does not apply (a small variable's caller then takes its plain NumPy expressions)."""
+    (FTRL's NumPy powers)."""
     n_refs = 1 + len(_LOOPS[name][0])
 
     def loop_into(attrs, out, *refs_and_inputs):
         var = refs_and_inputs[0]
         dtype = var.dtype
-        small = var.size < LOOP_MIN_ELEMENTS
-        if dtype not in _LOOP_TYPES or (small and (name, dtype.char) not in _compiled) or not cpu_fusion.enabled():
+        size = var.size
+        if size < LOOP_MIN_ELEMENTS or dtype.char not in _LOOP_TYPES or not dtype.isnative or not cpu_fusion.enabled():
             return None
         parts = split(attrs, refs_and_inputs[n_refs:])
-        if parts is None or (small and len(parts) > 2 and (parts[2], dtype.char) not in _compiled):
+        if parts is None:
             return None
-        size = var.size
         arrays = (*refs_and_inputs[:n_refs], parts[1], *out)
         for a in arrays:  # the loop reads var.size elements of each: never past one's end
             if type(a) is not np.ndarray or a.size != size:
@@ -175,7 +171,6 @@ def _compiled_update(name: str, reference: Callable, split: Callable, prepare: C
     def update_into(attrs, out, *refs_and_inputs):
         done = loop_into(attrs, out, *refs_and_inputs)
         return reference(attrs, out, *refs_and_inputs) if done is None else done
-    update_into.loop = loop_into
     return update_into
 
 

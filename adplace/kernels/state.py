@@ -173,16 +173,12 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
             return storing_kernel(op, ctx, ref_ops, new_rows, rows=True)
         if in_place:
             expression = functools.partial(update, np, op._attrs)
-            loop = getattr(fused, "loop", None)  # the compiled loop alone: None where it does not apply
-            attrs = op._attrs
 
             def new_in_place(olds, values, buffers):
                 checked(olds, values)
                 var = olds[0]  # a scalar variable (NumPy's `out=` calls on 0-d inputs give scalars), or one so small
-                if var.ndim == 0 or var.size < RECYCLE_MIN_ELEMENTS:  # that fewer keywords beat fewer arrays, and
-                    news = None if loop is None else loop(attrs, [np.empty(o.shape, o.dtype) for o in olds], *olds,
-                                                          *values)
-                    return expression(*olds, *values) if news is None else news  # new arrays beat a spare's checks
+                if var.ndim == 0 or var.size < RECYCLE_MIN_ELEMENTS:  # that fewer keywords beat fewer arrays
+                    return expression(*olds, *values)
                 return step(buffers(olds), *olds, *values)
             return storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
 

@@ -90,19 +90,25 @@ def test_a_loop_runs_for_plain_arrays_and_not_elsewhere(monkeypatch, calls):
         np.testing.assert_array_equal(a, b)
 
 
-def test_variables_under_the_size_threshold_take_the_loop_only_once_it_is_compiled(monkeypatch, calls):
-    monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 4096)
-    monkeypatch.setattr(fused_updates, "_compiled", {})  # no loop compiled in this process yet
-    _both("adam", {}, *_inputs("adam", np.float32, (64, 63)))
-    assert calls == []                        # small: not worth compiling (or importing Numba) for
-    _both("adam", {}, *_inputs("adam", np.float32, (64, 64)))
-    assert calls == ["adam"]                  # compiles it
-    fused, expected = _both("adam", {}, *_inputs("adam", np.float32, (3,)))
-    assert calls == ["adam", "adam"]          # now small ones take it too, with the same values
-    _both("adam", {}, *_inputs("adam", np.float64, (3,)))
-    assert calls == ["adam", "adam"]          # not the float64 loop: not compiled
+def test_a_strided_vector_is_left_to_numpy_before_anything_is_written(calls):
+    """A 1-D view with a step has no loop signature: Numba's dispatcher refuses it (no Python check does) and the
+    NumPy reference computes the update, into the same outputs."""
+    refs, inputs = _inputs("adam", np.float32, (8,))
+    wide = np.repeat(inputs[-1], 2)
+    strided = [*inputs[:-1], wide[::2]]
+    assert not strided[-1].flags.c_contiguous
+    fused, expected = _both("adam", {}, refs, strided)
+    assert calls == ["adam"]  # the loop was looked up, then refused the array
     for a, b in zip(fused, expected, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_variables_under_the_size_threshold_take_the_numpy_form(monkeypatch, calls):
+    monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 4096)
+    _both("adam", {}, *_inputs("adam", np.float32, (64, 63)))
+    assert calls == []
+    _both("adam", {}, *_inputs("adam", np.float32, (64, 64)))
+    assert calls == ["adam"]
 
 
 def _train(optimizer, steps: int, inputs: int = 8, units: int = 4) -> list:
@@ -126,9 +132,8 @@ def _train(optimizer, steps: int, inputs: int = 8, units: int = 4) -> list:
                                        lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True),
                                        lambda: tf.train.AdadeltaOptimizer(1.0)],
                          ids=["adam", "momentum", "rmsprop", "adagrad", "centered_rmsprop", "adadelta"])
-def test_training_with_the_loops_equals_training_without_them(monkeypatch, calls, optimizer):
-    fused = _train(optimizer, 5)  # 32 weights: new arrays each step, not the recycled ones (RECYCLE_MIN_ELEMENTS)
-    assert calls                  # ... computed by the loop
+def test_training_with_the_loops_equals_training_without_them(monkeypatch, optimizer):
+    fused = _train(optimizer, 5)
     monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
     for a, b in zip(fused, _train(optimizer, 5), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -189,8 +194,7 @@ def test_ftrl_takes_numpy_where_the_loop_does_not_apply(monkeypatch, calls):
             np.testing.assert_array_equal(a, b)
     assert calls == []
     monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 33)
-    monkeypatch.setattr(fused_updates, "_compiled", {})
-    _ftrl_both({}, *_ftrl_inputs(np.float32, (8, 4), -0.5, 0.05), False)  # small, the loop not compiled: NumPy
+    _ftrl_both({}, *_ftrl_inputs(np.float32, (8, 4), -0.5, 0.05), False)
     assert calls == []
 
 
