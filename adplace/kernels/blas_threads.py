@@ -239,6 +239,11 @@ def _raw(lib, verb: str):
         return None
 
 
+def _median(times: list) -> int:
+    """The middle of a count's recent times (the lower middle of an even number)."""
+    return sorted(times)[(len(times) - 1) // 2]
+
+
 POLICY = BlasThreads()
 
 
@@ -252,7 +257,7 @@ class BlasKernel:
     with other work the call waits for its slowest thread: there one thread is often faster, and this finds it.
     """
 
-    __slots__ = ("mnk", "rule", "best", "ns", "samples", "calls", "probe_at", "interval")
+    __slots__ = ("mnk", "rule", "best", "samples", "calls", "probe_at", "interval")
     FIRST_INTERVAL, MAX_INTERVAL = 8, 256
     GAIN = 1.25   # one thread -> the rule's count when that measures this much faster
     LEAVE = 1.05  # the rule's count -> one thread when that measures less than this much faster
@@ -262,7 +267,7 @@ class BlasKernel:
         self.mnk = self.rule = -1
 
     def _reset(self, mnk: int, rule: int) -> None:
-        self.mnk, self.rule, self.best, self.ns, self.samples, self.calls = mnk, rule, rule, {}, {}, 0
+        self.mnk, self.rule, self.best, self.samples, self.calls = mnk, rule, rule, {}, 0
         self.probe_at, self.interval = 0, self.FIRST_INTERVAL
 
     def pick(self, mnk: int) -> int:
@@ -274,8 +279,8 @@ class BlasKernel:
         if mnk != self.mnk or rule != self.rule:
             self._reset(mnk, rule)
         self.calls += 1
-        if len(self.ns) < 2:  # time both candidates first: the rule's count, then one thread
-            return 1 if rule in self.ns else rule
+        if len(self.samples) < 2:  # time both candidates first: the rule's count, then one thread
+            return 1 if rule in self.samples else rule
         if self.calls >= self.probe_at and POLICY.blas_ns >= POLICY.probe_after:
             self.probe_at = self.calls + self.interval
             return 1 if self.best != 1 else rule
@@ -297,10 +302,9 @@ class BlasKernel:
         elif len(recent) == self.SAMPLES:
             del recent[0]
         recent.append(ns)
-        self.ns[threads] = sorted(recent)[(len(recent) - 1) // 2]
-        if len(self.ns) == 2:  # hysteresis: the rule's count is kept while LEAVE times faster, taken back at GAIN
+        if len(self.samples) == 2:  # hysteresis: the rule's count is kept while LEAVE times faster, taken back at GAIN
             ratio = self.LEAVE if self.best == self.rule else self.GAIN
-            best = self.rule if self.ns[self.rule] * ratio < self.ns[1] else 1
+            best = self.rule if _median(self.samples[self.rule]) * ratio < _median(self.samples[1]) else 1
             if best != self.best:
                 self.best, self.interval = best, self.FIRST_INTERVAL
             elif probe:  # the choice held: re-time less often
