@@ -5,8 +5,10 @@ over the flattened leaves (scalar leaves broadcast) that computes every member i
 last: k ops read their inputs once and write once instead of k times, in one call instead of k. Each expression
 keeps the NumPy kernel's semantics: float32 stays float32 (constants are typed), maximum/minimum/relu/sign give
 NaN for a NaN argument, FloorDiv is floor(x / y), FloorMod is NumPy's mod, comparisons give bool. Library functions
-(sin, exp, ...) are the C library's, which may differ from NumPy's SIMD ones by an ulp or two; tanh, through expm1,
-by up to 3.
+(sin, exp, ...) are the C library's, which may differ from NumPy's SIMD ones by an ulp or two; float64 tanh, through
+expm1, by up to 3. Float32 tanh is a rational function (tools/fit_tanh.py), pure arithmetic so that its loop vectorizes,
+within 5.5 ulp of the exact value, as XLA's (4.5) and TF's (5.4) are (NumPy's SIMD tanh: 1.4). A product and the sum
+it feeds may round once (FMA contraction), as nvrtc's fused GPU loops do.
 
 The source is written to `<cache>/fused/adplace_fused_<digest>.py` (`$ADPLACE_CACHE_DIR`, else
 `$XDG_CACHE_HOME/adplace` or `~/.cache/adplace`) and compiled with `numba.njit(cache=True)`, so Numba's cache next
@@ -60,12 +62,36 @@ EXPRESSIONS = {
 }
 # what an expression's {r} is: a value it reads more than once, computed once before it
 _PRELUDES = {"FloorMod": "np.fmod({0}, {1})", "Tanh": "math.expm1(c2 * {0})", "Sigmoid": "math.exp(-abs({0}))"}
+# tanh(x) ~= x * P(x*x) / Q(x*x) for |x| <= TANH_F32_LIMIT, coefficients lowest first (tools/fit_tanh.py fits them)
+TANH_P = (0.9999999977636841, 0.13657199850387125, 0.0038399147460488163, 2.7437906167769082e-05,
+          2.9234365096798074e-08, -1.1223479187924467e-11)
+TANH_Q = (1.0, 0.46990531050203327, 0.02714171849446593, 0.00038886601677872156, 1.2478088349181645e-06)
+TANH_F32_LIMIT = 9.5  # float32 tanh rounds to +-1 from 9.011
+
+
+def _horner(coefficients: tuple, variable: str) -> str:
+    head, *rest = (f"np.float32({c!r})" for c in coefficients)
+    return head if not rest else f"{head} + {variable} * ({_horner(coefficients[1:], variable)})"
+
+
+# float32 forms that replace a library call by float32 arithmetic: LLVM vectorizes their loops, where one scalar
+# call per element costs ~15x more (and more than NumPy's SIMD loop on long arrays); {r} is x * x
+_FLOAT32 = {"Tanh": ("{0} * {0}", "(np.copysign(c1, {0}) if abs({0}) > cth else {0} * (%s) / (%s))"
+                     % (_horner(TANH_P, "{r}"), _horner(TANH_Q, "{r}")))}
 # ops whose loop calls a scalar math library function: Numba cannot vectorize these, so on long arrays NumPy's SIMD
 # loops beat the fused loop (runtime/fusion.py keeps them out of long groups)
 LIBRARY_CALLS = frozenset({"Exp", "Log", "Log1p", "Sin", "Cos", "Tan", "Tanh", "Sigmoid", "Pow", "FloorMod"})
+
+
+def calls_library(op_type: str, dtype_name: str) -> bool:
+    """Whether the op's loop code calls a scalar math library function for inputs of this dtype (float32, ...)."""
+    return op_type in LIBRARY_CALLS and not (dtype_name == "float32" and op_type in _FLOAT32)
+
+
 _CONSTANTS = {"c0": 0.0, "c1": 1.0, "c2": 2.0, "ch": 0.5, "cmh": -0.5}
-_TANH_SATURATES = {"float32": 9.0, "float64": 20.0}
+_TANH_SATURATES = {"float32": TANH_F32_LIMIT, "float64": 20.0}
 _NUMPY_NAMES = {"float32": "np.float32", "float64": "np.float64", "bool": "np.bool_"}
+BLOCK = 512  # elements a loop cut into passes (_passes) takes through all of them at a time: its buffers fit L1
 
 
 class LoopSource(NamedTuple):
@@ -85,9 +111,10 @@ def loop_source(members: list[Member], leaf_dtypes: list, leaf_is_array: list) -
     names = tuple(np.dtype(d.as_numpy_dtype).name for d in leaf_dtypes)
     is_array = tuple(bool(a) for a in leaf_is_array)
     float_type = _NUMPY_NAMES[np.dtype(members[0].in_dtype.as_numpy_dtype).name]
-    out = "bool" if members[-1].out_dtype.is_bool else np.dtype(members[-1].out_dtype.as_numpy_dtype).name
+    out = _dtype_name(members[-1].out_dtype)
     params = ", ".join(f"x{k}" for k in range(len(names)))
-    lines = [f"# adplace fused elementwise loop; leaves {list(zip(names, is_array))} -> {out}", "import math",
+    lines = [f"# adplace fused elementwise loop (FMA contraction); leaves {list(zip(names, is_array))} -> {out}",
+             "import math",
              "import numpy as np", "", "", f"def loop(n{', ' if params else ''}{params}):"]
     arrays = [k for k, a in enumerate(is_array) if a]
     if arrays:
@@ -96,18 +123,58 @@ def loop_source(members: list[Member], leaf_dtypes: list, leaf_is_array: list) -
     lines.append(f"    y = np.empty(n, {_NUMPY_NAMES[out]})")
     constants = {**_CONSTANTS, "cth": _TANH_SATURATES[np.dtype(members[0].in_dtype.as_numpy_dtype).name]}
     lines += [f"    {name} = {float_type}({value})" for name, value in constants.items()]
-    lines.append("    for i in range(n):")
-    lines += [f"        a{k} = x{k}[i]" for k in arrays]
-    arg_name = {f"x{k}": (f"a{k}" if a else f"x{k}") for k, a in enumerate(is_array)}
-    for k, member in enumerate(members):
-        args = tuple(arg_name.get(a, a) for a in member.args)
-        if member.op_type in _PRELUDES:
-            lines.append(f"        r{k} = {_PRELUDES[member.op_type].format(*args)}")
-        lines.append(f"        t{k} = {EXPRESSIONS[member.op_type].format(*args, r=f'r{k}')}")
-    lines.append(f"        y[i] = t{len(members) - 1}")
+    passes = _passes(members)
+    if len(passes) == 1:
+        lines.append("    for i in range(n):")
+        lines += _pass_body(members, passes[0], is_array, {}, "        ")
+    else:  # each pass over a block of BLOCK elements in turn; values later passes read wait in block buffers
+        defined_in = {f"t{k}": p for p, span in enumerate(passes) for k in span}
+        carried = sorted({int(a[1:]) for p, span in enumerate(passes) for k in span for a in members[k].args
+                          if defined_in.get(a, p) < p})
+        lines += [f"    b{k} = np.empty({BLOCK}, {_NUMPY_NAMES[_dtype_name(members[k].out_dtype)]})" for k in carried]
+        lines += [f"    for s in range(0, n, {BLOCK}):", f"        e = min(s + {BLOCK}, n)"]
+        for span in passes:
+            lines.append("        for i in range(s, e):")
+            lines += _pass_body(members, span, is_array, set(carried), "            ")
     lines.append("    return y")
     text = "\n".join(lines) + "\n"
     return LoopSource(text, names, is_array, out, hashlib.sha1(text.encode()).hexdigest()[:20])
+
+
+def _dtype_name(dtype) -> str:
+    return "bool" if dtype.is_bool else np.dtype(dtype.as_numpy_dtype).name
+
+
+def _passes(members: list[Member]) -> list[range]:
+    """The members' index ranges that loop over the elements one after another: one range, or, where two or more
+    members are vectorized float32 approximations, a cut after each but the last. Each approximation is a long chain
+    of dependent multiplies and a division; two or more in one loop body make it too long for the CPU to overlap
+    elements (3 tanh in a loop cost 4x one), while a pass of its own overlaps them fully."""
+    heavy = [k for k, m in enumerate(members) if m.in_dtype.name == "float32" and m.op_type in _FLOAT32]
+    bounds = [0, *(k + 1 for k in heavy[:-1]), len(members)]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def _pass_body(members: list[Member], span: range, is_array: tuple, carried: set, indent: str) -> list[str]:
+    """One pass's loop body for element i: read the leaves and carried values it uses, compute its members, store
+    what later passes read (block buffers b<k>, at i - s) and, in the last pass, the result."""
+    used = {a for k in span for a in members[k].args}
+    lines = [f"a{k} = x{k}[i]" for k, a in enumerate(is_array) if a and f"x{k}" in used]
+    lines += [f"t{k} = b{k}[i - s]" for k in sorted(carried) if k < span.start and f"t{k}" in used]
+    arg_name = {f"x{k}": f"a{k}" for k, a in enumerate(is_array) if a}
+    for k in span:
+        member = members[k]
+        args = tuple(arg_name.get(a, a) for a in member.args)
+        prelude, expression = _PRELUDES.get(member.op_type), EXPRESSIONS[member.op_type]
+        if member.in_dtype.name == "float32" and member.op_type in _FLOAT32:
+            prelude, expression = _FLOAT32[member.op_type]
+        if prelude is not None:
+            lines.append(f"r{k} = {prelude.format(*args)}")
+        lines.append(f"t{k} = {expression.format(*args, r=f'r{k}')}")
+    lines += [f"b{k}[i - s] = t{k}" for k in sorted(carried) if k in span]
+    if span.stop == len(members):
+        lines.append(f"y[i] = t{len(members) - 1}")
+    return [indent + line for line in lines]
 
 
 def available() -> bool:
@@ -180,12 +247,13 @@ def _signature(numba, source: LoopSource):
 def compiled_loop(source: LoopSource):
     """The compiled `loop` of a source: from this process's cache, else from Numba's cache on disk, else compiled
     (and saved there). Leaf arrays are typed read-only, so writable and read-only arrays both match it."""
-    return compiled_function(source, "loop", lambda numba: _signature(numba, source))
+    return compiled_function(source, "loop", lambda numba: _signature(numba, source), fastmath={"contract"})
 
 
-def compiled_function(source, name: str, signature: Callable, nogil: bool = False):
+def compiled_function(source, name: str, signature: Callable, nogil: bool = False, fastmath: set | bool = False):
     """Function `name` of a generated module (anything with `text` and `digest`, such as a LoopSource), compiled by
-    Numba for `signature(numba)`: from this process's cache, else Numba's cache on disk, else compiled and saved."""
+    Numba for `signature(numba)` (and `fastmath`, LLVM's fast-math flags): from this process's cache, else Numba's
+    cache on disk, else compiled and saved. The flags must be the same for one source: they are not in its digest."""
     with _lock:
         known = _loops.get(source.digest)
         if known is not None:
@@ -206,7 +274,8 @@ def compiled_function(source, name: str, signature: Callable, nogil: bool = Fals
             namespace: dict = {}
             exec(compile(source.text, f"<adplace fused {source.digest}>", "exec"), namespace)  # noqa: S102 - generated
             function = namespace[name]
-        compiled = numba.njit([signature(numba)], cache=path is not None, error_model="numpy", nogil=nogil)(function)
+        compiled = numba.njit([signature(numba)], cache=path is not None, error_model="numpy", nogil=nogil,
+                              fastmath=fastmath)(function)
         hits = sum(compiled.stats.cache_hits.values())
         STATS["disk_hits" if hits else "compiled"] += 1
         STATS["seconds"] += time.perf_counter() - start

@@ -35,7 +35,7 @@ MAX_CPU_MEMBERS_LONG = 16       # registers (16 ops: a 1,000-op float32 chain of
                                 # NumPy's loop, against 0.23-0.33x with 48; under 1,024 elements 48 stays faster)
 CPU_FUSION_MIN_NS = 20_000_000  # estimated unfused time of a plan's groups, summed over runs, before they compile
 STEP_NS, ELEMENT_NS = 1_000, 1  # the estimate: per unfused step, plus per element it computes
-CPU_CALL_MAX_ELEMENTS = 64      # longer arrays leave library calls (sin, exp, tanh...) to NumPy's SIMD loops
+CPU_CALL_MAX_ELEMENTS = 64      # longer arrays leave library calls (sin, exp...) to NumPy's SIMD loops
 
 
 def _fusible(op) -> bool:
@@ -144,7 +144,8 @@ def _cpu_fusible(op) -> bool:
     if not _fusible(op):
         return False
     size = op._outputs[0]._shape.num_elements()  # None when not fully known: find_groups leaves those out
-    return op._type not in _cpu_codegen.LIBRARY_CALLS or size is not None and size <= CPU_CALL_MAX_ELEMENTS
+    return not _cpu_codegen.calls_library(op._type, kernel_dtype(op).name) or \
+        size is not None and size <= CPU_CALL_MAX_ELEMENTS
 
 
 def cpu_groups(plan) -> dict:
