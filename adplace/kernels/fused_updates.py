@@ -5,7 +5,9 @@ operations in the variable's float type, so the values equal the reference's.
 
 Adam, Momentum, RMSProp, centered RMSProp, Adagrad, Adadelta and FTRL (V1 and V2) have loops; their loop modules
 are generated once per float type and cached on disk like the fused elementwise loops (adplace.kernels.cpu_fusion),
-and run without the GIL. The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
+and run without the GIL. Each also has an in-place form (the same body writing the refs themselves: 28 bytes an
+element of float32 Adam moved instead of 40, the new arrays being cold), which a step committing its updates after
+its last kernel uses (runtime/deferred_updates.py; `in_place` below). The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
 LOOP_MIN_ELEMENTS, for use_nesterov, Adagrad without update_slots, FTRL with multiply_linear_by_lr, and for arrays a
 loop does not take (not C-contiguous float32/float64 of one size).
 
@@ -94,12 +96,18 @@ class _Source(NamedTuple):
     digest: str
 
 
-def _source(name: str, dtype: str) -> _Source:
+def _source(name: str, dtype: str, in_place: bool = False) -> _Source:
+    """The loop module of update `name`: into new arrays `new_<ref>`, or (`in_place`) into the refs themselves (each
+    body reads every element of a ref before it writes it)."""
     slots, scalars, body = _LOOPS[name]
     refs = ("var", *slots)
-    params = ", ".join([*refs, "grad", *(f"new_{r}" for r in refs), *scalars])
-    text = (f"# adplace fused {name} update ({dtype})\nimport numpy as np\n\n\ndef update({params}):\n"
-            f"    for i in range(var.shape[0]):\n        g = grad[i]\n{body}\n")
+    outs = () if in_place else tuple(f"new_{r}" for r in refs)
+    if in_place:
+        for r in refs:
+            body = body.replace(f"new_{r}[i] =", f"{r}[i] =")
+    params = ", ".join([*refs, "grad", *outs, *scalars])
+    text = (f"# adplace fused {name} update ({dtype}{', in place' if in_place else ''})\nimport numpy as np\n\n\n"
+            f"def update({params}):\n    for i in range(var.shape[0]):\n        g = grad[i]\n{body}\n")
     return _Source(text, hashlib.sha1(text.encode()).hexdigest()[:20])
 
 
@@ -112,8 +120,8 @@ _compiled: dict = {}  # (name, dtype char) -> compiled loop (dtype.name is a Pyt
 _lock = threading.Lock()
 
 
-def _loop(name: str, dtype: np.dtype):
-    key = (name, dtype.char)
+def _loop(name: str, dtype: np.dtype, in_place: bool = False):
+    key = (name, dtype.char, in_place)
     loop = _compiled.get(key)
     if loop is not None:
         return loop
@@ -126,8 +134,10 @@ def _loop(name: str, dtype: np.dtype):
                 scalar = getattr(numba.types, dtype.name)
                 readonly = numba.types.Array(scalar, 1, "C", readonly=True)
                 out = numba.types.Array(scalar, 1, "C")
-                return numba.types.void(*[readonly] * (n_refs + 1), *[out] * n_refs, *[scalar] * n_scalars)
-            _compiled[key] = cpu_fusion.compiled_function(_source(name, dtype.name), "update", signature, nogil=True)
+                arrays = [*[out] * n_refs, readonly] if in_place else [*[readonly] * (n_refs + 1), *[out] * n_refs]
+                return numba.types.void(*arrays, *[scalar] * n_scalars)
+            _compiled[key] = cpu_fusion.compiled_function(_source(name, dtype.name, in_place), "update", signature,
+                                                          nogil=True)
         return _compiled[key]
 
 
@@ -138,10 +148,11 @@ def _compiled_update(name: str, reference: Callable, split: Callable, prepare: C
     """`reference`'s signature `(attrs, out, *refs, *inputs)`, computed by loop `name` where it applies;
     `split(attrs, inputs)` gives (the loop's scalars, the gradient), or None where the loop does not apply. A split
     may name another loop of the same refs and scalars as a third item; `prepare(out, refs, inputs)` then runs first
-    (FTRL's NumPy powers)."""
+    (FTRL's NumPy powers). Its `in_place(attrs, refs, inputs)` plans the same update in place (below)."""
     n_refs = 1 + len(_LOOPS[name][0])
 
-    def loop_into(attrs, out, *refs_and_inputs):
+    def loop_args(attrs, refs_and_inputs, out) -> tuple | None:
+        """(the split, the loop's arrays flat, its scalars) where the loop applies, else None."""
         var = refs_and_inputs[0]
         dtype = var.dtype
         size = var.size
@@ -158,8 +169,14 @@ def _compiled_update(name: str, reference: Callable, split: Callable, prepare: C
             if not all(a.flags.c_contiguous for a in arrays):
                 return None
             arrays = [a.reshape(-1) for a in arrays]
-        loop = _loop(parts[2] if len(parts) > 2 else name, dtype)
-        scalars = [s if type(s) is dtype.type else dtype.type(s) for s in parts[0]]
+        return parts, arrays, [s if type(s) is dtype.type else dtype.type(s) for s in parts[0]]
+
+    def loop_into(attrs, out, *refs_and_inputs):
+        args = loop_args(attrs, refs_and_inputs, out)
+        if args is None:
+            return None
+        parts, arrays, scalars = args
+        loop = _loop(parts[2] if len(parts) > 2 else name, refs_and_inputs[0].dtype)
         if len(parts) > 2:
             prepare(out, refs_and_inputs[:n_refs], refs_and_inputs[n_refs:])
         try:
@@ -171,6 +188,30 @@ def _compiled_update(name: str, reference: Callable, split: Callable, prepare: C
     def update_into(attrs, out, *refs_and_inputs):
         done = loop_into(attrs, out, *refs_and_inputs)
         return reference(attrs, out, *refs_and_inputs) if done is None else done
+
+    def in_place(attrs, refs: list, inputs: tuple) -> Callable | None:
+        """`apply(refs)`, updating these very arrays in place by the in-place form of the loop (the same values),
+        or None where the loop does not apply or might refuse them (the caller computes out of place). `apply`
+        holds the gradient and scalars only, never the refs: a commit counts the refs' references first."""
+        args = loop_args(attrs, (*refs, *inputs), ())
+        if args is None or len(args[0]) > 2:  # FTRL's powers loop reads its outputs as inputs: no in-place form
+            return None
+        arrays, scalars = args[1], args[2]
+        dtype = refs[0].dtype
+        for a in arrays:  # what the compiled signature takes: apply must not fail once a commit has begun
+            if a.dtype != dtype or not a.flags.c_contiguous:
+                return None
+        if not all(a.flags.writeable for a in arrays[:n_refs]):
+            return None
+        loop, grad, flat = _loop(name, dtype, in_place=True), arrays[n_refs], refs[0].ndim != 1
+
+        def apply(ref_arrays: list) -> None:
+            if flat:
+                ref_arrays = [a.reshape(-1) for a in ref_arrays]
+            loop(*ref_arrays, grad, *scalars)
+        return apply
+
+    update_into.in_place = in_place
     return update_into
 
 

@@ -180,13 +180,50 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
                 if var.ndim == 0 or var.size < RECYCLE_MIN_ELEMENTS:  # that fewer keywords beat fewer arrays
                     return expression(*olds, *values)
                 return step(buffers(olds), *olds, *values)
-            return storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
+            applied = storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
+            plan_in_place = getattr(fused, "in_place", None)
+            var_shape = op._inputs[0]._shape
+            if plan_in_place is not None and not _use_locking(op, default=False) and var_shape.is_fully_defined() \
+                    and var_shape.num_elements() >= fused_updates.LOOP_MIN_ELEMENTS:
+                applied.commit_later = _committing_later(op, ctx, ref_ops, applied, checked, new_in_place,
+                                                         plan_in_place)
+            return applied
 
         def new_values(olds, values):
             checked(olds, values)
             return step(*olds, *values)
         return storing_kernel(op, ctx, ref_ops, new_values)
     return factory
+
+
+def _committing_later(op, ctx, ref_ops: list, applied, checked, new_values, plan_in_place):
+    """The kernel's form for a step its plan commits after the plan's last step (runtime/deferred_updates.py
+    chooses the steps): it reads and checks as `applied` does, raising the same errors in the same step, then queues
+    (cells, their values read, `apply(arrays)` updating them in place, `out_of_place(olds)` giving new arrays) on
+    `steps.slot.deferred` for the session's commit (runtime/variable_state.py `commit_deferred`), which updates the
+    arrays in place only where nothing else refers to them. A step updating in place needs no undo record: it runs
+    only once the whole step has succeeded. Where the loop does not apply, or outside a committing step, it is
+    `applied` itself; its value (the new variable) is never read (the plan checks)."""
+    cells = [ctx.variable(var_op) for var_op in ref_ops]
+    steps, attrs = ctx.steps, op._attrs
+
+    def commit_later(*values):
+        deferred = steps.slot.deferred
+        if deferred is None:
+            return applied(*values)
+        olds = [cell.read() for cell in cells]
+        checked(olds, values)
+        apply = plan_in_place(attrs, olds, values)
+        if apply is None:
+            return applied(*values)
+        deferred.append((cells, olds, apply, functools.partial(_out_of_place, new_values, cells, values)))
+        return None
+    return commit_later
+
+
+def _out_of_place(new_values, cells: list, values: tuple, olds: list) -> list:
+    """A queued update computed into new arrays (its cells' spares where free: the committer holds their locks)."""
+    return new_values(olds, values, functools.partial(_buffers, cells, _spare_held))
 
 
 def _shape(xp, value) -> tuple:

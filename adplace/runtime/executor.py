@@ -23,6 +23,7 @@ from adplace.kernels.registration import forward as _forward
 from adplace.runtime import buffer_forwarding as _buffer_forwarding
 from adplace.runtime import constant_folding as _constant_folding
 from adplace.runtime import control_flow as _control_flow
+from adplace.runtime import deferred_updates as _deferred_updates
 from adplace.runtime import dependency_optimizer as _dependency_optimizer
 from adplace.runtime import fusion as _fusion
 from adplace.runtime.plan_slots import as_tuple as _as_tuple
@@ -126,6 +127,7 @@ class Plan:
         self.folded_ops: list = []     # ops computed when the plan was built (runtime/constant_folding.py)
         self.keyed_ops: list = []      # ops computed once per shape of the run-time values they read (same)
         self.unread_ops: list = []     # ops whose values nothing reads: their steps only wait (dependency_optimizer)
+        self.deferred_steps: list = []  # steps whose updates commit after the last step (runtime/deferred_updates.py)
         self.folded_nodes: list = []   # (op, device, stored values or None) of those whose steps were dropped
         self.mode = "sequential"       # or "parallel" (set by the session's StepRunner)
         self.parallel_run = None       # the threaded runner, when mode is "parallel"
@@ -485,6 +487,10 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     if frame == () and dead is None and ctx.optimize_dependencies:
         unread_ops = _dependency_optimizer.optimize((kernels, ins, outs, step_ops, step_devices), transfer_at,
                                                     fetched_ops, fetch_slots, len(where))
+    deferred = []
+    if frame == () and dead is None and loops is None and ctx.forward_buffers and has_writes and \
+            _deferred_updates.ENABLED:
+        deferred = _deferred_updates.defer((kernels, ins, outs, step_ops, step_devices), fetch_slots)
     fused: dict = {}
     if ctx.fuse_elementwise and ctx.cuda_states and dead is None:
         transfer_at, fused = _fusion.fuse((kernels, ins, outs, step_ops, step_devices), transfer_at,
@@ -496,6 +502,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     plan.forwards_buffers = dead is None and frame == () and ctx.forward_buffers
     plan.folded_ops, plan.keyed_ops, plan.folded_nodes = folded_ops, keyed_ops, folded_nodes
     plan.unread_ops = unread_ops
+    plan.deferred_steps = deferred
     plan.feed_tensors = feed_tensors
     plan.raw_fetches = frame != ()
     plan.dead_fetches = dead_fetches

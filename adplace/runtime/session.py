@@ -42,7 +42,7 @@ from adplace.runtime.run_metadata import fill_run_metadata
 from adplace.runtime.step_errors import step_error
 from adplace.runtime.step_runner import StepRunner, clock_pair
 from adplace.runtime.targets import check_target, no_session_factory, session_factory
-from adplace.runtime.variable_state import InterruptHold, rollback
+from adplace.runtime.variable_state import InterruptHold, commit_deferred, rollback
 
 _DeviceAttributes = _devices.DeviceAttributes  # TF's name for what list_devices() returns
 
@@ -244,18 +244,26 @@ class BaseSession:
     def _execute_step(self, plan: Plan, feeds, build: Callable, observed: Callable | None):
         """A run that writes variables: it records its writes in a journal of its own and, on any failure (an
         error, a timeout, Ctrl-C), undoes each one no other step has overwritten since, without being interrupted
-        itself. It waits while a snapshot (Saver.save) runs, so a snapshot never sees half of it."""
+        itself. It waits while a snapshot (Saver.save) runs, so a snapshot never sees half of it. Updates its kernels
+        queued (runtime/deferred_updates.py) are committed once its fetched values are ready."""
         slot = self._steps.slot
-        if slot.in_step:  # run from inside a step of this thread (a kernel calling run): part of that step
-            return self._execute_plain(plan, feeds, build, observed)
+        if slot.in_step:  # run from inside a step of this thread (a kernel calling run): part of that step, whose
+            deferred, slot.deferred = slot.deferred, None  # later steps may read what this run's kernels write
+            try:
+                return self._execute_plain(plan, feeds, build, observed)
+            finally:
+                slot.deferred = deferred
         journal: list = []
+        deferred = []
         silent = _enter_silent()
         try:
             slot.in_step = True
             if self._gate.closed:
                 self._gate.wait_turn(slot)
-            slot.journal = journal
+            slot.journal, slot.deferred = journal, deferred
             result = build(plan.fn(feeds) if observed is None else observed())
+            if deferred:
+                commit_deferred(deferred, journal)
         except BaseException as exc:
             # Hold Ctrl-C back before undoing. Until the hold is in place, a Ctrl-C raises at the first call (inside
             # InterruptHold's, too): caught and retried here, with no call outside the try, then raised after the undo.
@@ -276,7 +284,7 @@ class BaseSession:
                 raise
             raise wrapped from exc
         finally:
-            slot.journal = None
+            slot.journal = slot.deferred = None
             slot.in_step = False
             _exit_silent(silent)
         self._ran(plan)

@@ -14,6 +14,12 @@ The rules (README, "Reliability"):
   two writers never get the same one) when nothing else refers to it: a reader, a fetch result, a snapshot or a
   step's journal holding it keeps it as it is. The journal still holds the old value itself, so nothing is copied
   and an undo finds it intact; an undo drops the spare.
+- Deferred commits, for the same kernels on large variables that no later step of the plan reads
+  (runtime/deferred_updates.py): the kernel checks its inputs and queues its update on the step's slot
+  (`slot.deferred`); once every kernel of the step has run, `commit_deferred` applies the queue with Ctrl-C held
+  and the cells' locks held, in place where `claim_in_place` allows (readers wait, as for a row write) and into new
+  arrays elsewhere, then empties the step's journal: the step is committed. A step that fails before has applied
+  nothing of its queue, so in-place updates need no undo record.
 - Ops with `use_locking=True` hold the locks of all their variables (in a fixed order) for the whole
   read-modify-write, so N threads x K locked increments give exactly N*K. Without locking, concurrent updates may
   be lost, as in TF (Hogwild), but each write is still whole.
@@ -205,6 +211,77 @@ def write_rows(cells: list, new_values, values, journal: list | None):
         hold.release()
 
 
+def commit_deferred(deferred: list, journal: list) -> None:
+    """Apply the updates a step's kernels queued (kernels/state.py `_committing_later`), once all its kernels have
+    run: each entry is (cells, their values when the kernel read them, `apply(arrays)` updating arrays in place,
+    `out_of_place(olds)` giving new arrays). With Ctrl-C held and every cell's lock held (in the global order):
+    - an entry whose cells still hold the values read, each claimed by `claim_in_place` (nothing else refers to it:
+      no fetch result, reader, journal or snapshot), is applied in place, and the cells' versions bumped;
+    - any other is computed into new arrays from the values read, and stored as the kernel would have, all of them
+      before anything is changed in place: an error there (MemoryError) leaves every variable as the step left it,
+      for the step's undo.
+    Then the step is committed: its journal is emptied, so a Ctrl-C delivered after the commit undoes nothing."""
+    hold = InterruptHold()  # before the try: a Ctrl-C reaching the old handler here finds nothing changed
+    try:
+        cells = sorted({cell for entry in deferred for cell in entry[0]}, key=_order)
+        held = 0
+        try:
+            for cell in cells:
+                if cell.lock.locked():
+                    step_aside(0)
+                cell.lock.acquire()
+                held += 1
+            _commit_locked(deferred, journal)
+        finally:
+            for cell in cells[:held]:
+                cell.lock.release()
+        journal.clear()
+    finally:
+        hold.release()
+
+
+def _order(cell) -> int:
+    return cell.order
+
+
+def _commit_locked(deferred: list, journal: list) -> None:
+    claimed, news = [], []
+    try:
+        for cells, olds, apply, out_of_place in deferred:
+            unchanged = True
+            for cell, old in zip(cells, olds):
+                unchanged = unchanged and cell.value is old
+            old = None  # noqa: F841 - no reference of this frame may count against claim_in_place
+            if unchanged:
+                olds.clear()
+                claims = [cell.claim_in_place() for cell in cells]
+                if all(claims):
+                    claimed.append((cells, apply))
+                    continue
+                for cell in cells:  # a refused claim has cleared its flag already
+                    cell.mutating = False
+                olds = [cell.value for cell in cells]
+            news.append((cells, out_of_place(olds)))
+    except BaseException:
+        for cells, _ in claimed:
+            for cell in cells:
+                cell.mutating = False
+        raise
+    try:
+        for cells, apply in claimed:
+            apply([cell.value for cell in cells])
+            for cell in cells:
+                cell.version += 1
+                cell.spare = None  # an in-place update needs none: let the memory go
+    finally:
+        for cells, _ in claimed:
+            for cell in cells:
+                cell.mutating = False
+    for cells, new in news:
+        for cell, value in zip(cells, new):
+            cell.store(value, journal, True)
+
+
 def _distinct(rows) -> np.ndarray:
     """The distinct rows of `rows`, sorted: np.unique's result, without its hash table (3x slower on 1,000 int64)."""
     ordered = np.sort(np.asarray(rows, dtype=np.int64).ravel())
@@ -270,14 +347,17 @@ def _undone(value, olds: list):
 
 class StepSlot:
     """One thread's view of the steps of a session: is it inside a variable-writing step (`in_step`), the journal
-    of the step whose kernels it runs (`journal`; None outside steps), and that run's deadline and cancellation for
-    blocking kernels (`run`: see runtime/waits.py; None when neither applies). One thread-local lookup gives all."""
+    of the step whose kernels it runs (`journal`; None outside steps), the updates that step commits after its last
+    kernel (`deferred`: see `commit_deferred`; None where kernels must apply their updates themselves), and that
+    run's deadline and cancellation for blocking kernels (`run`: see runtime/waits.py; None when neither applies).
+    One thread-local lookup gives all."""
 
-    __slots__ = ("in_step", "journal", "run", "__weakref__")
+    __slots__ = ("in_step", "journal", "deferred", "run", "__weakref__")
 
     def __init__(self):
         self.in_step = False
         self.journal: dict | None = None
+        self.deferred: list | None = None
         self.run = None
 
 

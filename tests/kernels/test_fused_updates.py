@@ -70,7 +70,8 @@ def test_special_values_propagate_as_in_numpy(name):
 def calls(monkeypatch) -> list:
     """The names of the loops the updates run, in order."""
     names, real = [], fused_updates._loop
-    monkeypatch.setattr(fused_updates, "_loop", lambda name, dtype: names.append(name) or real(name, dtype))
+    monkeypatch.setattr(fused_updates, "_loop", lambda name, dtype, in_place=False: names.append(name) or
+                        real(name, dtype, in_place))
     return names
 
 

@@ -2,7 +2,6 @@
 expressions they replace, and the buffer recycling of VariableCell (take_spare): the same values bit for bit, the
 previous step's arrays reused only when nothing else refers to them, failed and interrupted steps undone exactly,
 locked updates from many threads counted exactly, fetched values never overwritten."""
-import signal
 import threading
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import adplace as tf
 from adplace.kernels import ftrl, state
 from adplace.ops import training_ops as ops
-from sigint_points import SigintPoints
+from step_checks import assert_ctrl_c_anywhere_is_all_or_nothing, assert_failing_steps_change_nothing, assert_same
 
 
 LR, MOM, RHO, EPS = 0.05, 0.9, 0.8, 1e-3
@@ -185,11 +184,6 @@ def test_fetched_values_are_never_overwritten_by_later_steps():
     assert [float(b[0]) for _, _, b in fetched] == [-0.5, -1.0, -1.5, -2.0, -2.5]
 
 
-def _assert_same(sess, variables, expected):
-    for have, want in zip(sess.run(variables), expected):
-        np.testing.assert_array_equal(have, want)
-
-
 def test_a_step_failing_after_the_update_leaves_variable_and_slots_exactly_as_before():
     w, opt, train = _adam_graph()
     x = tf.placeholder(tf.float32, ())
@@ -198,49 +192,28 @@ def test_a_step_failing_after_the_update_leaves_variable_and_slots_exactly_as_be
     variables = [w, opt.get_slot(w, "m"), opt.get_slot(w, "v"), *opt._get_beta_accumulators()]
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        for _ in range(6):
-            before = sess.run(variables)
-            with pytest.raises(tf.errors.InvalidArgumentError, match="bad input"):
-                sess.run(checked, {x: np.nan})
-            _assert_same(sess, variables, before)
-            sess.run(checked, {x: 1.0})
-            assert not np.array_equal(sess.run(w), before[0])
+        assert_failing_steps_change_nothing(sess, variables, lambda: sess.run(checked, {x: np.nan}),
+                                            lambda: sess.run(checked, {x: 1.0}), [0], times=6)
         # the same values as a session that never failed
         with tf.Session() as clean:
             clean.run(tf.global_variables_initializer())
             for _ in range(6):
                 clean.run(train)
-            _assert_same(sess, variables, clean.run(variables))
+            assert_same(sess, variables, clean.run(variables))
 
 
 def test_ctrl_c_anywhere_in_an_adam_step_leaves_it_all_or_nothing():
     assert threading.current_thread() is threading.main_thread()
     g = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     refs = [tf.Variable(np.full((3, 4), v, np.float32)) for v in (1.0, 0.5, 0.25)]
-    train = ops.apply_adam(*refs, *_scalars((0.5, 0.9, 0.1, 0.9, 0.999, 1e-7), np.float32), g)
-    hook = SigintPoints()
-    previous = signal.signal(signal.SIGINT, hook.handler)
-    try:
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            sess.run(train.op)
-            at = 0
-            while True:
-                before = sess.run(refs)
-                outcome = hook.run(sess, train.op, at, budget=1, counting=True)
-                after = sess.run(refs)
-                stepped = state._adam(np, {}, *before, *_scalars((0.5, 0.9, 0.1, 0.9, 0.999, 1e-7), np.float32), g)
-                whole = all(np.array_equal(have, want) for have, want in zip(after, stepped))
-                # a Ctrl-C after the step was whole (fetching) may still interrupt the run: all or nothing
-                assert whole or (outcome == "interrupted" and all(
-                    np.array_equal(have, want) for have, want in zip(after, before))), f"point {at}: {outcome}"
-                assert not [c.name for c in sess._ctx._cells.values() if c.lock.locked()]
-                if not hook.fired:
-                    break
-                at += 1
-            assert at > 10 and outcome == "ok"
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    scalars = _scalars((0.5, 0.9, 0.1, 0.9, 0.999, 1e-7), np.float32)
+    train = ops.apply_adam(*refs, *scalars, g)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train.op)
+        points = assert_ctrl_c_anywhere_is_all_or_nothing(
+            sess, train.op, refs, lambda before: state._adam(np, {}, *before, *scalars, g))
+        assert points > 10
 
 
 @pytest.mark.parametrize("optimizer", ["gd", "momentum", "adam"])
@@ -314,10 +287,10 @@ def test_a_saver_snapshot_and_restore_keep_their_values_while_steps_recycle_buff
             sess.run(train)
             after_save.append(sess.run(variables))
         saver.restore(sess, path)
-        _assert_same(sess, variables, saved_values)
+        assert_same(sess, variables, saved_values)
         for expected in after_save:  # the restored values step on exactly as before
             sess.run(train)
-            _assert_same(sess, variables, expected)
+            assert_same(sess, variables, expected)
 
 
 def test_a_scalar_variable_steps_in_place():
