@@ -7,7 +7,9 @@ Adam, Momentum, RMSProp, centered RMSProp, Adagrad, Adadelta and FTRL (V1 and V2
 are generated once per float type and cached on disk like the fused elementwise loops (adplace.kernels.cpu_fusion),
 and run without the GIL. Each also has an in-place form (the same body writing the refs themselves: 28 bytes an
 element of float32 Adam moved instead of 40, the new arrays being cold), which a step committing its updates after
-its last kernel uses (runtime/deferred_updates.py; `in_place` below). The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
+its last kernel uses (runtime/deferred_updates.py; `in_place` below), and a form for variables under
+kernels/state.py's RECYCLE_MIN_ELEMENTS that allocates its results (`small` below: compiled in a thread of its own,
+NumPy's expressions until it is ready). The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
 LOOP_MIN_ELEMENTS, for use_nesterov, Adagrad without update_slots, FTRL with multiply_linear_by_lr, and for arrays a
 loop does not take (not C-contiguous float32/float64 of one size).
 
@@ -143,6 +145,74 @@ def _loop(name: str, dtype: np.dtype, in_place: bool = False):
 
 _LOOP_TYPES = frozenset("fd")  # dtype.char of float32, float64
 
+# Variables under kernels/state.py's RECYCLE_MIN_ELEMENTS take NumPy's expressions: ten or more ufunc calls of ~1 us on
+# a few elements (Adam on the seed's 3 weights: ~9 us). Once Numba has compiled it, in a thread of its own (a short
+# program never waits for it), one call of a loop allocating its results does the same (~4 us with its dispatch).
+SMALL_LOOPS = True
+_small: dict = {}  # (name, dtype char, ndim) -> compiled loop; None while it compiles; _FAILED when it could not
+_small_threads: list = []
+_FAILED = object()
+
+
+def _small_source(name: str, dtype: str, ndim: int) -> _Source:
+    """Loop `name` over small C-contiguous arrays of rank `ndim`: it checks their sizes and returns new arrays (the
+    rank is in the text: compiled_function keeps one compiled function per text)."""
+    slots, scalars, body = _LOOPS[name]
+    refs = ("var", *slots)
+    lines = [f"# adplace fused {name} update of a small variable ({dtype}, rank {ndim})", "import numpy as np", "", "",
+             f"def update({', '.join([*(f'{r}_in' for r in refs), 'grad_in', *scalars])}):",
+             f"    if {' or '.join(f'{r}_in.size != var_in.size' for r in (*refs[1:], 'grad'))}:",
+             "        raise ValueError('sizes differ')"]
+    lines += [f"    out_{r} = np.empty_like(var_in)" for r in refs]
+    lines += [f"    {r} = {r}_in.reshape(-1)" for r in (*refs, "grad")]
+    lines += [f"    new_{r} = out_{r}.reshape(-1)" for r in refs]
+    lines += ["    for i in range(var.shape[0]):", "        g = grad[i]", body,
+              f"    return {', '.join(f'out_{r}' for r in refs)}"]
+    text = "\n".join(lines) + "\n"
+    return _Source(text, hashlib.sha1(text.encode()).hexdigest()[:20])
+
+
+def _compile_small(key: tuple, name: str, dtype: np.dtype, ndim: int) -> None:
+    n_refs, n_scalars = 1 + len(_LOOPS[name][0]), len(_LOOPS[name][1])
+
+    def signature(numba):
+        scalar = getattr(numba.types, dtype.name)
+        array = numba.types.Array(scalar, ndim, "C")
+        readonly = numba.types.Array(scalar, ndim, "C", readonly=True)
+        return numba.types.Tuple([array] * n_refs)(*[readonly] * (n_refs + 1), *[scalar] * n_scalars)
+    try:
+        _small[key] = cpu_fusion.compiled_function(_small_source(name, dtype.name, ndim), "update", signature)
+    except Exception:  # noqa: BLE001 - the NumPy expressions stay (a compiler error is not the program's)
+        _small[key] = _FAILED
+
+
+def wait_small_loops(timeout: float | None = None) -> bool:
+    """Wait for the small variables' loops being compiled now; whether none is still compiling."""
+    for thread in list(_small_threads):
+        thread.join(timeout)
+    return not any(t.is_alive() for t in _small_threads)
+
+
+def _small_loop(name: str, var: np.ndarray):
+    """The compiled small loop for `var`'s dtype and rank, or None: not compiled yet (its compile starts now in a
+    thread of its own), not compilable, or not wanted (SMALL_LOOPS off, no Numba, ADPLACE_CPU_FUSION=0)."""
+    dtype = var.dtype
+    key = (name, dtype.char, var.ndim)
+    loop = _small.get(key)
+    if loop is not None:
+        return None if loop is _FAILED else loop
+    if key in _small or not SMALL_LOOPS or dtype.char not in _LOOP_TYPES or not dtype.isnative or \
+            not cpu_fusion.enabled():
+        return None
+    with _lock:
+        if key not in _small:
+            _small[key] = None
+            thread = threading.Thread(target=_compile_small, args=(key, name, dtype, var.ndim), daemon=True,
+                                      name=f"adplace-compile-{name}")
+            _small_threads[:] = [t for t in _small_threads if t.is_alive()] + [thread]
+            thread.start()
+    return None
+
 
 def _compiled_update(name: str, reference: Callable, split: Callable, prepare: Callable | None = None) -> Callable:
     """`reference`'s signature `(attrs, out, *refs, *inputs)`, computed by loop `name` where it applies;
@@ -211,7 +281,24 @@ def _compiled_update(name: str, reference: Callable, split: Callable, prepare: C
             loop(*ref_arrays, grad, *scalars)
         return apply
 
+    def small(attrs, refs: list, inputs: tuple) -> tuple | None:
+        """The new arrays of a small variable's update by its compiled loop, or None (the caller's NumPy
+        expressions run): no loop compiled, not one the loop takes, or a layout its signature refuses."""
+        var = refs[0]
+        loop = _small_loop(name, var)
+        if loop is None or not cpu_fusion.enabled():
+            return None
+        parts = split(attrs, inputs)
+        if parts is None or len(parts) > 2:
+            return None
+        dtype = var.dtype
+        try:
+            return loop(*refs, parts[1], *[s if type(s) is dtype.type else dtype.type(s) for s in parts[0]])
+        except (TypeError, ValueError):  # another dtype, a strided array, another size: nothing was written
+            return None
+
     update_into.in_place = in_place
+    update_into.small = small
     return update_into
 
 

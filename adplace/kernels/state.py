@@ -173,12 +173,14 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
             return storing_kernel(op, ctx, ref_ops, new_rows, rows=True)
         if in_place:
             expression = functools.partial(update, np, op._attrs)
+            small = getattr(fused, "small", None)
 
             def new_in_place(olds, values, buffers):
                 checked(olds, values)
                 var = olds[0]  # a scalar variable (NumPy's `out=` calls on 0-d inputs give scalars), or one so small
                 if var.ndim == 0 or var.size < RECYCLE_MIN_ELEMENTS:  # that fewer keywords beat fewer arrays
-                    return expression(*olds, *values)
+                    news = None if small is None or var.ndim == 0 else small(op._attrs, olds, values)
+                    return expression(*olds, *values) if news is None else news
                 return step(buffers(olds), *olds, *values)
             applied = storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
             plan_in_place = getattr(fused, "in_place", None)
@@ -299,7 +301,8 @@ def _spare(cell, like):
     return cell.spare_for(like)
 
 
-RECYCLE_MIN_ELEMENTS = 1024  # a smaller variable takes the plain expressions: cheaper than out= calls and the spare
+RECYCLE_MIN_ELEMENTS = 1024  # a smaller variable takes the plain expressions (or their compiled small loop,
+                             # fused_updates.small): cheaper than out= calls and the spare
 
 
 def _buffers(cells: list, take, olds: list) -> list:

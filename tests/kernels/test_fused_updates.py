@@ -209,3 +209,60 @@ def test_ftrl_training_with_the_loops_equals_training_without_them(monkeypatch, 
     monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
     for a, b in zip(fused, _train(optimizer, 5, 64, 32), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _small(name, attrs, refs, inputs):
+    """The small-variable loop's new arrays, once compiled (the first call starts its compile in a thread and leaves
+    the update to NumPy), and the reference's values."""
+    wrapper, reference, *_ = CASES[name]
+    small = wrapper(reference).small
+    small(attrs, refs, inputs)
+    assert fused_updates.wait_small_loops(300)
+    expected = reference(attrs, [np.empty_like(r) for r in refs], *refs, *inputs)
+    return small(attrs, refs, inputs), expected
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # centered RMSProp's NaNs, in the reference too
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1,), (7, 5), (3, 1, 2)])
+def test_each_small_variable_loop_equals_its_numpy_update_bit_for_bit(name, dtype, shape):
+    refs, inputs = _inputs(name, dtype, shape)
+    kept = [r.copy() for r in refs]
+    news, expected = _small(name, {}, refs, inputs)
+    assert len(news) == len(refs)
+    for new, want, ref, old in zip(news, expected, refs, kept, strict=True):
+        assert new.dtype == dtype and new.shape == shape and new is not ref
+        np.testing.assert_array_equal(new, want)
+        np.testing.assert_array_equal(ref, old)  # new arrays: the inputs are left as they were
+
+
+def test_a_small_variable_loop_leaves_what_it_does_not_take_to_numpy(monkeypatch):
+    refs, inputs = _inputs("adam", np.float32, (6, 5))
+    assert _small("adam", {}, refs, inputs)[0] is not None
+    small = fused_updates.compiled_adam(state._adam_into).small
+    assert small({"use_nesterov": True}, refs, inputs) is None                      # no loop for nesterov
+    assert small({}, refs, [*inputs[:-1], np.asfortranarray(inputs[-1])]) is None   # not C-contiguous
+    assert small({}, refs, [*inputs[:-1], inputs[-1][:, :4].copy()]) is None        # another size
+    assert small({}, [r.astype(np.float16) for r in refs], inputs) is None          # float16
+    monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
+    assert small({}, refs, inputs) is None                                          # turned off
+    monkeypatch.delenv("ADPLACE_CPU_FUSION")
+    monkeypatch.setattr(fused_updates, "SMALL_LOOPS", False)
+    rank4 = [r[..., None, None] for r in refs], [*inputs[:-1], inputs[-1][..., None, None]]
+    assert small({}, *rank4) is None and ("adam", "f", 4) not in fused_updates._small  # not compiled, nor started
+
+
+def test_training_small_variables_with_their_loops_equals_training_without(monkeypatch):
+    monkeypatch.setattr(fused_updates, "LOOP_MIN_ELEMENTS", 4096)  # the 8x4 weights' updates stay in their steps
+    adam = lambda: tf.train.AdamOptimizer(0.05)  # noqa: E731
+    _train(adam, 2)  # starts the compile of the 2-D float32 loop
+    assert fused_updates.wait_small_loops(300)
+    ran = []
+    small_loop = fused_updates._small_loop
+    monkeypatch.setattr(fused_updates, "_small_loop", lambda name, var: ran.append(var.size) or small_loop(name, var))
+    with_loops = _train(adam, 5)
+    assert ran and set(ran) == {32}  # the 8x4 weights, each step (under RECYCLE_MIN_ELEMENTS: the small path)
+    monkeypatch.setenv("ADPLACE_CPU_FUSION", "0")
+    for a, b in zip(with_loops, _train(adam, 5), strict=True):
+        np.testing.assert_array_equal(a, b)
