@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 import adplace as tf
-from adplace.runtime import deferred_updates
+from adplace.runtime import deferred_updates, fusion
 
 try:  # run as a script (benchmarks/ is sys.path[0]) or imported as benchmarks.deferred_updates
     import mlp_step
@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     for name, make in (("mlp_adam_1thread", lambda: _mlp("1")), ("mlp_adam", lambda: _mlp("default")),
                        ("adam_1m", lambda: _adam(1 << 20))):
         deferred, immediate, sessions = make()
+        fusion.wait_cpu_fusion(120)  # background compiles (CPU fusion, the biases' small update loops) are done
         result = results[name] = compare(deferred, {"immediate": immediate}, samples, target_s=0.05, cap=50)
         for sess in sessions:
             sess.close()

@@ -24,6 +24,7 @@ from typing import Callable
 
 from adplace.framework.registry import kernel_dtype
 from adplace.kernels import cpu_fusion as _cpu_codegen
+from adplace.kernels import fused_updates as _fused_updates
 from adplace.kernels import fusion as _codegen
 from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
@@ -282,5 +283,6 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def wait_cpu_fusion(timeout: float | None = None) -> bool:
-    """Wait until no CPU fusion is queued or compiling; False when `timeout` (seconds) passed first."""
-    return _worker.wait(timeout)
+    """Wait until no CPU fusion is queued or compiling, nor a small variable's update loop (kernels/fused_updates.py);
+    False when `timeout` (seconds) passed first (for each of the two)."""
+    return _worker.wait(timeout) & _fused_updates.wait_small_loops(timeout)
