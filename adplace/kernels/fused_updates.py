@@ -9,9 +9,10 @@ and run without the GIL. Each also has an in-place form (the same body writing t
 element of float32 Adam moved instead of 40, the new arrays being cold), which a step committing its updates after
 its last kernel uses (runtime/deferred_updates.py; `in_place` below), and a form for variables under
 kernels/state.py's RECYCLE_MIN_ELEMENTS that allocates its results (`small` below: compiled in a thread of its own,
-NumPy's expressions until it is ready). The reference runs instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under
-LOOP_MIN_ELEMENTS, for use_nesterov, Adagrad without update_slots, FTRL with multiply_linear_by_lr, and for arrays a
-loop does not take (not C-contiguous float32/float64 of one size).
+NumPy's expressions until it is ready; a process forked meanwhile keeps NumPy's for that loop). The reference runs
+instead without Numba, with ADPLACE_CPU_FUSION=0, for variables under LOOP_MIN_ELEMENTS (but over
+RECYCLE_MIN_ELEMENTS), for use_nesterov, Adagrad without update_slots, FTRL with multiply_linear_by_lr, and for
+arrays a loop does not take (not C-contiguous float32/float64 of one size).
 
 FTRL with learning_rate_power -0.5 takes square roots, exact in both. Any other power keeps NumPy's `np.power`
 (its SIMD pow differs from libm's, which Numba calls, in the last bit): the accumulator and both powers are computed
