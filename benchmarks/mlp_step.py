@@ -202,15 +202,14 @@ def measure(samples: int, threads: str, target_s: float = 0.1, peers: list[str] 
     "steps_per_sample": n, "first_loss": {...}}; a peer not installed is missing from the result.
     """
     import adplace as tf
+    from adplace.runtime import fusion
     data = make_data()
     sess, step = build_graph_step(tf, data, threads)
     first = {"adplace": float(step())}
     for _ in range(WARMUP):
         step()
-    wait = getattr(getattr(getattr(tf, "runtime", None), "fusion", None), "wait_cpu_fusion", None)
-    if wait is not None:  # what adplace compiles in the background (CPU fusion, small update loops) is ready
-        wait(120)
-        step()
+    fusion.wait_cpu_fusion(120)  # what adplace compiles in the background (CPU fusion, small update loops) is ready
+    step()
     runners = {"adplace": lambda n: batch_ns(step, n)}
     started: list[Peer] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -126,7 +126,7 @@ def loop_source(members: list[Member], leaf_dtypes: list, leaf_is_array: list) -
     passes = _passes(members)
     if len(passes) == 1:
         lines.append("    for i in range(n):")
-        lines += _pass_body(members, passes[0], is_array, {}, "        ")
+        lines += _pass_body(members, passes[0], is_array, set(), "        ")
     else:  # each pass over a block of BLOCK elements in turn; values later passes read wait in block buffers
         defined_in = {f"t{k}": p for p, span in enumerate(passes) for k in span}
         carried = sorted({int(a[1:]) for p, span in enumerate(passes) for k in span for a in members[k].args

@@ -134,9 +134,7 @@ def _loop(name: str, dtype: np.dtype, in_place: bool = False):
             n_scalars = len(_LOOPS[name][1])
 
             def signature(numba):
-                scalar = getattr(numba.types, dtype.name)
-                readonly = numba.types.Array(scalar, 1, "C", readonly=True)
-                out = numba.types.Array(scalar, 1, "C")
+                scalar, readonly, out = _types(numba, dtype, 1)
                 arrays = [*[out] * n_refs, readonly] if in_place else [*[readonly] * (n_refs + 1), *[out] * n_refs]
                 return numba.types.void(*arrays, *[scalar] * n_scalars)
             _compiled[key] = cpu_fusion.compiled_function(_source(name, dtype.name, in_place), "update", signature,
@@ -145,6 +143,17 @@ def _loop(name: str, dtype: np.dtype, in_place: bool = False):
 
 
 _LOOP_TYPES = frozenset("fd")  # dtype.char of float32, float64
+
+
+def _types(numba, dtype: np.dtype, ndim: int) -> tuple:
+    """Numba's (scalar, read-only C array, writable C array) types of `dtype` for a loop's signature."""
+    scalar = getattr(numba.types, dtype.name)
+    return scalar, numba.types.Array(scalar, ndim, "C", readonly=True), numba.types.Array(scalar, ndim, "C")
+
+
+def _typed(scalars, dtype: np.dtype) -> list:
+    """A split's scalars as scalars of the loop's float type (the reference's own float math)."""
+    return [s if type(s) is dtype.type else dtype.type(s) for s in scalars]
 
 # Variables under kernels/state.py's RECYCLE_MIN_ELEMENTS take NumPy's expressions: ten or more ufunc calls of ~1 us on
 # a few elements (Adam on the seed's 3 weights: ~9 us). Once Numba has compiled it, in a thread of its own (a short
@@ -177,9 +186,7 @@ def _compile_small(key: tuple, name: str, dtype: np.dtype, ndim: int) -> None:
     n_refs, n_scalars = 1 + len(_LOOPS[name][0]), len(_LOOPS[name][1])
 
     def signature(numba):
-        scalar = getattr(numba.types, dtype.name)
-        array = numba.types.Array(scalar, ndim, "C")
-        readonly = numba.types.Array(scalar, ndim, "C", readonly=True)
+        scalar, readonly, array = _types(numba, dtype, ndim)
         return numba.types.Tuple([array] * n_refs)(*[readonly] * (n_refs + 1), *[scalar] * n_scalars)
     try:
         _small[key] = cpu_fusion.compiled_function(_small_source(name, dtype.name, ndim), "update", signature)
@@ -240,7 +247,7 @@ def _compiled_update(name: str, reference: Callable, split: Callable, prepare: C
             if not all(a.flags.c_contiguous for a in arrays):
                 return None
             arrays = [a.reshape(-1) for a in arrays]
-        return parts, arrays, [s if type(s) is dtype.type else dtype.type(s) for s in parts[0]]
+        return parts, arrays, _typed(parts[0], dtype)
 
     def loop_into(attrs, out, *refs_and_inputs):
         args = loop_args(attrs, refs_and_inputs, out)
@@ -292,9 +299,8 @@ def _compiled_update(name: str, reference: Callable, split: Callable, prepare: C
         parts = split(attrs, inputs)
         if parts is None or len(parts) > 2:
             return None
-        dtype = var.dtype
         try:
-            return loop(*refs, parts[1], *[s if type(s) is dtype.type else dtype.type(s) for s in parts[0]])
+            return loop(*refs, parts[1], *_typed(parts[0], var.dtype))
         except (TypeError, ValueError):  # another dtype, a strided array, another size: nothing was written
             return None
 

@@ -13,7 +13,7 @@ from adplace.framework import dtypes as _dtypes
 from adplace.framework.errors import FailedPreconditionError, InvalidArgumentError
 from adplace.framework.operation import ref_variable
 from adplace.framework.tensor_shape import dims_text
-from adplace.kernels import fused_updates
+from adplace.kernels import cpu_fusion, fused_updates
 from adplace.kernels.registration import GPU_FLOAT, GPU_VARIABLE, kernel
 
 
@@ -185,8 +185,8 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
             applied = storing_kernel(op, ctx, ref_ops, new_in_place, recycle=True)
             plan_in_place = getattr(fused, "in_place", None)
             var_shape = op._inputs[0]._shape
-            if plan_in_place is not None and not _use_locking(op, default=False) and var_shape.is_fully_defined() \
-                    and var_shape.num_elements() >= fused_updates.LOOP_MIN_ELEMENTS:
+            if plan_in_place is not None and cpu_fusion.available() and not _use_locking(op, default=False) and \
+                    var_shape.is_fully_defined() and var_shape.num_elements() >= fused_updates.LOOP_MIN_ELEMENTS:
                 applied.commit_later = _committing_later(op, ctx, ref_ops, applied, checked, new_in_place,
                                                          plan_in_place)
             return applied
@@ -205,7 +205,8 @@ def _committing_later(op, ctx, ref_ops: list, applied, checked, new_values, plan
     `steps.slot.deferred` for the session's commit (runtime/variable_state.py `commit_deferred`), which updates the
     arrays in place only where nothing else refers to them. A step updating in place needs no undo record: it runs
     only once the whole step has succeeded. Where the loop does not apply, or outside a committing step, it is
-    `applied` itself; its value (the new variable) is never read (the plan checks)."""
+    `applied` itself, which reads and checks again (rare: the form is offered only where Numba is installed); its
+    value (the new variable) is never read (the plan checks)."""
     cells = [ctx.variable(var_op) for var_op in ref_ops]
     steps, attrs = ctx.steps, op._attrs
 
