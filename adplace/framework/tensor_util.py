@@ -2,6 +2,9 @@
 IndexedSlices.shape and gradients read them without running anything."""
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
@@ -9,9 +12,28 @@ from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import TensorShape, unknown_shape
 
 
+# Stand-in tensors -> their values, while a plan pass re-runs shape functions on values it computed (the runtime's
+# shape specialization). Keys are tensors made for that pass alone (hashed by identity), so other threads building
+# graphs meanwhile never find theirs here.
+_KNOWN_VALUES: dict = {}
+
+
+@contextlib.contextmanager
+def values_known(values: dict) -> Iterator[None]:
+    """Within the block, `constant_value(t)` is `values[t]` for each stand-in tensor `t` of `values`."""
+    _KNOWN_VALUES.update(values)
+    try:
+        yield
+    finally:
+        for t in values:
+            _KNOWN_VALUES.pop(t, None)
+
+
 def constant_value(tensor: Tensor):
     """The value of `tensor` if it is known when the graph is built: a Const, the Shape of a static shape, or an
     Identity or Cast of such a value (TF's shape functions evaluate these small constant subgraphs too)."""
+    if _KNOWN_VALUES and tensor in _KNOWN_VALUES:
+        return _KNOWN_VALUES[tensor]
     op = tensor._op
     if op._type == "Const":
         return op._attrs["value"]

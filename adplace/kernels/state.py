@@ -135,6 +135,28 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
     scalars = tuple((i, *rules.get(arg, (f"{arg} is not a scalar", None))) for i, arg in enumerate(value_names)
                     if arg not in (grad_name, "indices"))
     same_shape_names = ref_names[1:] + ((grad_name,) if by_rows is None else ())
+    scalar_at = tuple(i for i, _, _ in scalars)
+    validated = tuple((i, valid) for i, _, valid in scalars if valid is not None)
+
+    def _well_formed(olds, values) -> bool:
+        """The checks below' common outcome in a few attribute reads (no comprehension: a frame each, ~0.4 us on a
+        slow core); False for anything they must look at (an uninitialized variable, a Python number, a shape)."""
+        try:
+            var_shape = olds[0].shape
+            for i in scalar_at:
+                if values[i].shape:
+                    return False
+            for old in olds:
+                if old.shape != var_shape:
+                    return False
+            if by_rows is None and values[grad_at].shape != var_shape:
+                return False
+        except AttributeError:
+            return False
+        for i, valid in validated:
+            if not valid(values[i]):
+                return False
+        return True
 
     def factory(op, ctx):
         ref_ops = [ref_variable(t) for t in op._inputs[:n_refs]]
@@ -153,6 +175,8 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
             step = by_rows(xp, op, step)
 
         def checked(olds, values):
+            if _well_formed(olds, values):
+                return
             for var_op, old in zip(ref_ops, olds):
                 if old is None:
                     raise FailedPreconditionError(None, op, f"Attempting to use uninitialized variables: {var_op.name}")

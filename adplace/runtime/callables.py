@@ -67,9 +67,12 @@ def make_callable(session, fetches, feed_list=None, accept_options: bool = False
         else:
             values = feed_args
         feeds = compiled.convert(values)
+        plan = compiled.plan
+        if plan.variants is not None:
+            plan = plan.variants.select(feeds)
         if options is not None or run_metadata is not None or session._timeout_ms:
-            return session._execute_observed(compiled.plan, feeds, compiled.build, options, run_metadata)
-        return session._execute(compiled.plan, feeds, compiled.build)
+            return session._execute_observed(plan, feeds, compiled.build, options, run_metadata)
+        return session._execute(plan, feeds, compiled.build)
     return session_callable
 
 

@@ -23,6 +23,11 @@ holds a reference to it, as a Const's kernel does. Step stats list the same node
 folding (a dropped step's op as a node of no time at the step's start, `Plan.folded_nodes`), and partition graphs
 the same ops: what changes is what runs, not the placement or the shape of a trace.
 
+Steps that stay are then simplified where their folded inputs make them compute nothing or only a reshape
+(runtime/simplification.py). In a plan specialized to its fed values' shapes (runtime/shape_specialization.py), the
+pass refines the slots' static shapes as it goes (`refiner`), so the Shape ops of fed values fold instead of being
+keyed.
+
 Neither folded nor keyed: stateful or random ops, variables, placeholders, ops with reference inputs, resource or
 variant values, control flow (Switch, Merge, while frames: a loop's sub-plans are not folded), plans a cond may
 leave values dead in (only what no dead value reaches folds; nothing is keyed), steps on CUDA devices (their values
@@ -32,11 +37,15 @@ MAX_ELEMENTS elements (a Const of any size folds: it holds its value already). B
 """
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from adplace.framework import dtypes as _dtypes
 from adplace.framework.operation import is_variable_op
+from adplace.framework.tensor_shape import TensorShape
 from adplace.kernels.registration import constant_kernel
+from adplace.runtime import simplification as _simplification
 from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 MAX_ELEMENTS = 1024  # a computed value larger than this is left to run: shapes and axes are small
@@ -63,9 +72,14 @@ def foldable_op(op) -> bool:
     return not any(t._dtype._is_ref or t._dtype.base_dtype in _OPAQUE for t in (*op._inputs, *op._outputs))
 
 
-def _static_shapes(op) -> list | None:
+def static_shape(slot: int, tensor) -> TensorShape:
+    """The shape a slot's value has in every run: its tensor's static shape (a specialized plan refines it)."""
+    return tensor._shape
+
+
+def _static_shapes(op, in_slots: tuple, shape_of: Callable) -> list | None:
     """The static shapes a Shape/ShapeN/Size/Rank op reads (Rank: only the rank), or None when one is unknown."""
-    shapes = [t._shape for t in op._inputs]
+    shapes = [shape_of(s, t) for s, t in zip(in_slots, op._inputs)]
     if op._type == "Rank":
         return shapes if all(s.ndims is not None for s in shapes) else None
     return shapes if all(s.is_fully_defined() for s in shapes) else None
@@ -125,14 +139,14 @@ class _Folding:
         self.producer: dict[int, int] = {}     # slot -> keyed step writing it
         self.keyed_ids: set[int] = set()
 
-    def fold_now(self, index: int, op, kernel, in_slots: tuple, out_slots: tuple) -> bool:
+    def fold_now(self, index: int, op, kernel, in_slots: tuple, out_slots: tuple, shape_of: Callable) -> bool:
         """Compute step `index` now when what it reads is known (or, for Shape ops, its input's static shape)."""
         if any(c._id not in self.folded_ids for c in op._control_inputs):
             return False  # a control input that runs each step
         known = self.known
         if all(s in known for s in in_slots):
             args = [known[s] for s in in_slots]
-        elif op._type in _SHAPE_OPS and (shapes := _static_shapes(op)) is not None:
+        elif op._type in _SHAPE_OPS and (shapes := _static_shapes(op, in_slots, shape_of)) is not None:
             args = [_stand_in(s, t._dtype.base_dtype) for s, t in zip(shapes, op._inputs)]
         else:
             return False
@@ -258,22 +272,41 @@ class ShapeKeyed:
         return None
 
 
-def fold(plan_lists: tuple, transfer_at: dict, preserved: set, dead: set | None) -> tuple[dict, list, list, list]:
-    """Fold the steps of a plan's step lists (kernels, ins, outs, ops, devices) in place.
+class Folded(NamedTuple):
+    """What `fold` did: the new transfer_at, the folded ops, the ops computed once per shape of their sources, the
+    simplified ones (runtime/simplification.py; all in step order) and, for traces, (op, device, values or None) of
+    the ops whose steps were dropped."""
+
+    transfer_at: dict
+    folded_ops: list
+    keyed_ops: list
+    simplified_ops: list
+    nodes: list
+
+
+def fold(plan_lists: tuple, transfer_at: dict, preserved: set, dead: set | None, refiner=None) -> Folded:
+    """Fold the steps of a plan's step lists (kernels, ins, outs, ops, devices) in place, then simplify the steps
+    that stay where their folded inputs let them (runtime/simplification.py).
 
     `preserved`: the ids of the fetched ops, which are not folded; `dead`: the slots a cond may leave dead (None:
-    the plan has no Switch: only then are steps keyed on shapes). Returns the new transfer_at, the folded ops, the
-    ops computed once per shape of their sources (both in step order) and, for traces, (op, device, values or None)
-    of the ops whose steps were dropped.
+    the plan has no Switch: only then are steps keyed on shapes or simplified). `refiner` (a plan specialized to its
+    fed values' shapes: runtime/shape_specialization.py) refines the slots' static shapes as the pass goes.
     """
     kernels, ins, outs, ops, devices = plan_lists
     found = _Folding()
     folded, keyed, folded_ids = found.folded, found.keyed, found.folded_ids
+    shape_of = static_shape if refiner is None else refiner.shape
     avail: set = set()  # slots folded or keyed so far
     read: set = set()   # of those, the slots steps that stay read
+    simplifiable: list = []  # steps of a kind simplification may rewrite
+    kinds = _simplification.KINDS
     with np.errstate(all="ignore"):  # runs are silent about floating point, as TF is
         for index, op in enumerate(ops):
             in_slots = ins[index]
+            if refiner is not None:
+                refiner.step(op, _as_tuple(in_slots), _as_tuple(outs[index]), found.known, index in transfer_at)
+            if op._type in kinds:
+                simplifiable.append(index)
             if type(in_slots) is int:
                 if in_slots not in avail and op._type not in _SHAPE_OPS:
                     continue  # it reads a value computed in the run: the common case, decided first
@@ -291,13 +324,19 @@ def fold(plan_lists: tuple, transfer_at: dict, preserved: set, dead: set | None)
                 continue
             if _candidate(index, op, plan_lists, transfer_at, preserved, dead):
                 out_slots = _as_tuple(outs[index])
-                if found.fold_now(index, op, kernels[index], in_slots, out_slots) or \
+                if found.fold_now(index, op, kernels[index], in_slots, out_slots, shape_of) or \
                         dead is None and found.key_on_shapes(index, op, in_slots, out_slots):
                     avail.update(out_slots)
                     continue
             read.update(s for s in in_slots if s in avail)
     if not folded and not keyed:
-        return transfer_at, [], [], []
+        return Folded(transfer_at, [], [], [], [])
+    simplified = [index for index in simplifiable if dead is None and index not in folded and index not in keyed
+                  and _simplifiable(index, ops[index], plan_lists, transfer_at, preserved)
+                  and _simplification.simplify(index, plan_lists, found.known, shape_of)]
+    if simplified:  # a simplified step may no longer read its folded axes or shape
+        read = {s for index, in_slots in enumerate(ins) if index not in folded and index not in keyed
+                for s in _as_tuple(in_slots) if s in avail}
     roots = [index for index in keyed if ops[index]._control_outputs  # an op waiting on it sees its error, if any
              or any(s in read for s in _as_tuple(outs[index]))]
     memos = [ShapeKeyed(found.program(index, plan_lists), keyed[index], found.known, devices[index])
@@ -316,6 +355,7 @@ def fold(plan_lists: tuple, transfer_at: dict, preserved: set, dead: set | None)
             values = folded[index]
             kernels[index], ins[index] = _stored(values, len(values)), ()
     folded_ops, keyed_ops = [ops[index] for index in sorted(folded)], [ops[index] for index in sorted(keyed)]
+    simplified_ops = [ops[index] for index in simplified]
     dropped = (folded.keys() | keyed.keys()).difference(roots, stored)
     nodes = [(ops[index], devices[index], folded.get(index)) for index in sorted(dropped)]
     if dropped:
@@ -324,4 +364,12 @@ def fold(plan_lists: tuple, transfer_at: dict, preserved: set, dead: set | None)
         for lst in plan_lists:
             lst[:] = [lst[index] for index in kept]
         transfer_at = {new_index[i]: t for i, t in transfer_at.items()}
-    return transfer_at, folded_ops, keyed_ops, nodes
+    return Folded(transfer_at, folded_ops, keyed_ops, simplified_ops, nodes)
+
+
+def _simplifiable(index: int, op, plan_lists: tuple, transfer_at: dict, preserved: set) -> bool:
+    """Whether a step that stays may be rewritten by simplification: on the host, not fetched, not a transfer,
+    reading exactly its op's inputs."""
+    _, ins, _, _, devices = plan_lists
+    return index not in transfer_at and op._id not in preserved and not devices[index].is_cuda and \
+        len(_as_tuple(ins[index])) == len(op._inputs)

@@ -11,7 +11,8 @@ values), has outputs, is not fetched, and whose outputs no remaining step reads 
 returns; a step reading only converted values is converted in turn. As in grappler, Assert, CheckNumerics,
 ControlTrigger, control flow, placeholders, function calls and reads of a variable (reference inputs) are never
 converted.
-A converted step stays in the plan, reading what its op waits on (the values its inputs come from, or what a
+A step constant folding simplified (reading its data input alone) converts as its op would. A converted step
+stays in the plan, reading what its op waits on (the values its inputs come from, or what a
 converted producer waited on), and returns nothing: step stats still list its op, and a parallel run still orders
 every op waiting on it after its inputs. Its kernel no longer runs, so it raises nothing (as in TF). Plans a cond
 may leave values dead in and a loop's sub-plans are left as they are. Turned off by
@@ -42,10 +43,12 @@ def _convertible(op) -> bool:
     return bool(op._outputs) and op._type not in _KEEP and foldable_op(op)  # a variable's read has a ref input
 
 
-def optimize(plan_lists: tuple, transfer_at: dict, preserved: set, fetch_slots: list, n_slots: int) -> list:
+def optimize(plan_lists: tuple, transfer_at: dict, preserved: set, fetch_slots: list, n_slots: int,
+             simplified: set | frozenset = frozenset()) -> list:
     """Convert the plan's unread steps in place (kernels, ins, outs, ops, devices); return their ops, in step order.
 
-    `preserved`: the ids of the fetched ops; `fetch_slots`: the slots the run returns, of `n_slots`.
+    `preserved`: the ids of the fetched ops; `fetch_slots`: the slots the run returns, of `n_slots`; `simplified`:
+    the ids of the ops whose steps simplification left reading their data input alone.
     """
     kernels, ins, outs, ops, _ = plan_lists
     reads = [0] * n_slots  # slot -> how many steps that stay (or fetches) read it
@@ -71,7 +74,8 @@ def optimize(plan_lists: tuple, transfer_at: dict, preserved: set, fetch_slots: 
                 continue
         op = ops[index]
         in_slots = _as_tuple(ins[index])
-        if index in transfer_at or op._id in preserved or len(in_slots) != len(op._inputs) or not _convertible(op):
+        if index in transfer_at or op._id in preserved or not _convertible(op) or \
+                len(in_slots) != len(op._inputs) and op._id not in simplified:
             continue
         converted[index] = _NOTHING
         for s in out_slots:

@@ -26,6 +26,7 @@ from adplace.runtime import control_flow as _control_flow
 from adplace.runtime import deferred_updates as _deferred_updates
 from adplace.runtime import dependency_optimizer as _dependency_optimizer
 from adplace.runtime import fusion as _fusion
+from adplace.runtime import shape_specialization as _shape_specialization
 from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 CODEGEN_MAX_STEPS = 20000  # larger plans stay interpreted: compiling a million-line function costs seconds
@@ -126,6 +127,8 @@ class Plan:
         self.forwards_buffers = False  # its sequential runners may compute into dying inputs (buffer_forwarding.py)
         self.folded_ops: list = []     # ops computed when the plan was built (runtime/constant_folding.py)
         self.keyed_ops: list = []      # ops computed once per shape of the run-time values they read (same)
+        self.simplified_ops: list = []  # ops whose steps now alias their input or only reshape it (simplification)
+        self.variants = None           # its plans for the shapes fed values take (shape_specialization.py)
         self.unread_ops: list = []     # ops whose values nothing reads: their steps only wait (dependency_optimizer)
         self.deferred_steps: list = []  # steps whose updates commit after the last step (runtime/deferred_updates.py)
         self.folded_nodes: list = []   # (op, device, stored values or None) of those whose steps were dropped
@@ -351,13 +354,15 @@ class Plan:
 
 
 def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list,
-                 done_op_ids: frozenset | set = frozenset(), frame: tuple = (), aliases: dict | None = None) -> Plan:
+                 done_op_ids: frozenset | set = frozenset(), frame: tuple = (), aliases: dict | None = None,
+                 feed_shapes: dict | None = None) -> Plan:
     """Build the Plan for fetching `fetch_elements` (Tensors and Operations) with `feed_tensors` fed.
 
     `done_op_ids`: ops that must not run again (a partial run's earlier steps); every output of theirs that the plan
     reads by value must be among `feed_tensors`. `frame`: a loop body's sub-plan (runtime/control_flow.py), whose
     feeds are already on their devices and whose fetches are returned as they are; `aliases` maps the loop
-    invariants its consumers read from a variable when they run to that variable's op.
+    invariants its consumers read from a variable when they run to that variable's op. `feed_shapes` (fed tensor
+    -> TensorShape) specializes the plan to fed values of those shapes (runtime/shape_specialization.py).
     """
     fed = set(feed_tensors)  # Tensors hash by identity: they key dicts and sets without id() calls
     ops = graph._ops[:len(placement.device_by_op_id)]  # the placed ops: others may be added by other threads now
@@ -481,12 +486,16 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
             fetch_copies.append(not is_fed and element._op._op_def.is_view)
     folded_ops, keyed_ops, folded_nodes, unread_ops = [], [], [], []
     fetched_ops = {getattr(e, "_op", e)._id for e in fetch_elements}  # fetched ops run, as grappler keeps them
+    simplified_ops = []
     if frame == () and ctx.fold_constants:  # a loop's sub-plans run in its frame: nothing there is folded
-        transfer_at, folded_ops, keyed_ops, folded_nodes = _constant_folding.fold(
-            (kernels, ins, outs, step_ops, step_devices), transfer_at, fetched_ops, dead)
+        refiner = None if feed_shapes is None or dead is not None or loops is not None else \
+            _shape_specialization.Refiner({fed_slot[t]: shape for t, shape in feed_shapes.items()})
+        transfer_at, folded_ops, keyed_ops, simplified_ops, folded_nodes = _constant_folding.fold(
+            (kernels, ins, outs, step_ops, step_devices), transfer_at, fetched_ops, dead, refiner)
     if frame == () and dead is None and ctx.optimize_dependencies:
         unread_ops = _dependency_optimizer.optimize((kernels, ins, outs, step_ops, step_devices), transfer_at,
-                                                    fetched_ops, fetch_slots, len(where))
+                                                    fetched_ops, fetch_slots, len(where),
+                                                    {op._id for op in simplified_ops})
     deferred = []
     if frame == () and dead is None and loops is None and ctx.forward_buffers and has_writes and \
             _deferred_updates.ENABLED:
@@ -501,6 +510,7 @@ def compile_plan(graph, placement, ctx, fetch_elements: list, feed_tensors: list
     plan.fuse_on_cpu = dead is None and frame == ()
     plan.forwards_buffers = dead is None and frame == () and ctx.forward_buffers
     plan.folded_ops, plan.keyed_ops, plan.folded_nodes = folded_ops, keyed_ops, folded_nodes
+    plan.simplified_ops = simplified_ops
     plan.unread_ops = unread_ops
     plan.deferred_steps = deferred
     plan.feed_tensors = feed_tensors

@@ -279,7 +279,7 @@ def borrowable_feeds(plan) -> list[bool]:
 
     Kernels never write into their inputs and a non-view op's output is a new array (the contract that lets a
     variable's stored array be read without a copy), so sharing a fed array is safe unless it, or a view of it
-    (through view ops, forwarding ops and transfers), could outlive the run or leave it: it is fetched without a
+    (through view ops, forwarding ops, transfers and simplified steps), could outlive the run or leave it: it is fetched without a
     copy (the fed tensor itself, a Slice, a cond's Merge) or reaches a stateful op (Assign, a queue, a TensorArray,
     a dataset may keep it; training ops, Apply* and SparseApply*, only read theirs) or a while loop (the body may
     keep a value). Computed once per plan (one pass over its steps).
@@ -303,6 +303,7 @@ def _borrowable(plan) -> tuple:
     for k, slot in enumerate(plan.feed_slots):
         reach.setdefault(slot, set()).add(k)
     transfers, ops, outs = plan.transfer_steps, plan.ops, plan.outs
+    aliasing = {op._id for op in plan.simplified_ops}  # steps passing their input on (runtime/simplification.py)
     for i, ins in enumerate(plan.ins):
         if type(ins) is int:  # most steps: one input, rarely a feed or a view of one
             if ins not in reach:
@@ -317,7 +318,7 @@ def _borrowable(plan) -> tuple:
         if op_def.is_stateful and not op._type.startswith(_READ_ONLY_UPDATES) or op._type == "LoopCond":
             for k in feeds:
                 borrow[k] = False
-        elif op_def.is_view or i in transfers or op._type in _FORWARDING:
+        elif op_def.is_view or i in transfers or op._type in _FORWARDING or op._id in aliasing:
             step_outs = outs[i]
             for s in (step_outs,) if type(step_outs) is int else step_outs:
                 if s is not None:

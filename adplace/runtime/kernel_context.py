@@ -16,17 +16,13 @@ import numpy as np
 
 from adplace.framework.registry import kernel_factory
 from adplace.kernels import gpu as _gpu
+from adplace.kernels.registration import forward
 from adplace.runtime.executor import _fetch_copy, _fetch_value
 from adplace.runtime import variable_state
 from adplace.runtime.functions import FunctionRunners
 from adplace.runtime.resources import SessionResources
 from adplace.runtime.variable_state import StepGate, VariableCell
 from adplace.runtime.waits import Waits
-
-
-def _copy_between_devices(value):
-    """A transfer on NumPy-backed devices: a real copy, so the destination owns its buffer."""
-    return value.copy()
 
 
 class KernelContext:
@@ -121,14 +117,17 @@ class KernelContext:
         return list(self._cuda.values())
 
     def transfer_kernel(self, src, dst) -> Callable:
-        """The copy from device `src` to `dst` (None: a host value being fed): NumPy copies, or CUDA copies."""
+        """The copy from device `src` to `dst` (None: a host value being fed): a CUDA copy, or between devices in host
+        memory (the CPU, virtual GPUs) the value itself, as Identity passes it on. Devices may share an array there:
+        every write into an existing array (buffer forwarding, in-place variable updates, row writes) first checks
+        that nothing else refers to it."""
         if dst.is_cuda:
             if src is not None and src.is_cuda:
                 return _gpu.peer_kernel(self.cuda_state(src), self.cuda_state(dst))
             return _gpu.upload_kernel(self.cuda_state(dst))
         if src is not None and src.is_cuda:
             return _gpu.download_kernel(self.cuda_state(src))
-        return _copy_between_devices
+        return forward  # host memory: the value itself (below)
 
     def fetch_converter(self, device, copy_host_values: bool) -> Callable:
         """How a fetch on a CUDA device reaches the caller: device arrays arrive in fresh pinned memory; host-memory

@@ -30,7 +30,7 @@ from adplace.framework.session_stack import default_session
 from adplace.kernels.gpu import configure_memory as configure_gpu_memory
 from adplace.placement import PlacementTable, Placer
 from adplace.progress import status
-from adplace.runtime import buffer_forwarding, callables, constant_folding, dependency_optimizer
+from adplace.runtime import buffer_forwarding, callables, constant_folding, dependency_optimizer, shape_specialization
 from adplace.runtime.executor import TIER_UP_AFTER_RUNS, Deadline, Plan, compile_plan
 from adplace.runtime.feeds import borrowable_feeds, feed_converter, feed_tensors, feeds_converter
 from adplace.runtime.fetches import FetchMapper, structure_key
@@ -214,6 +214,8 @@ class BaseSession:
         else:
             feeds = ()
         plan = compiled.plan
+        if plan.variants is not None:
+            plan = plan.variants.select(feeds)
         if options is not None or run_metadata is not None or self._timeout_ms:
             return self._execute_observed(plan, feeds, compiled.build, options, run_metadata)
         if plan.has_writes:
@@ -357,6 +359,8 @@ class BaseSession:
                     with _gc_paused():
                         plan = compile_plan(self._graph, self._placement, self._ctx, mapper.elements, fed)
                         self._runner.prepare(plan)
+                plan.variants = shape_specialization.variants_for(
+                    plan, functools.partial(self._specialized, list(mapper.elements), list(fed)))
                 self._plans.put(plan_key, plan)
             else:
                 plan.recent = True
@@ -365,6 +369,17 @@ class BaseSession:
         device_of = self._placement.device_of  # pinned host memory matters to a feed uploaded to a CUDA GPU only
         converters = [feed_converter(t, may_borrow, device_of(t._op).is_cuda) for t, may_borrow in zip(fed, borrow)]
         return _CompiledRun(plan, converters, mapper.build, flatten)
+
+    def _specialized(self, fetch_elements: list, fed: list, shapes: dict) -> Plan | None:
+        """The plan for these fetches and feeds specialized to fed values of `shapes` (fed tensor -> TensorShape):
+        runtime/shape_specialization.py."""
+        with self._lock:
+            if self._closed:
+                return None
+            with _gc_paused():
+                plan = compile_plan(self._graph, self._placement, self._ctx, fetch_elements, fed, feed_shapes=shapes)
+                self._runner.prepare(plan)
+        return plan
 
     def _cached(self, fetches, feed_dict) -> _CompiledRun:
         """The compiled run for this (fetches, feed keys) signature, compiled on first use (bounded cache)."""
@@ -385,8 +400,14 @@ class BaseSession:
         return compiled
 
     def plan_for(self, fetches, feed_dict=None) -> Plan:
-        """The plan `run(fetches, feed_dict)` uses, the same object runs use (steps, transfers, mode, runs)."""
-        return self._cached(fetches, feed_dict).plan
+        """The plan `run(fetches, feed_dict)` uses now, the same object runs use (steps, transfers, mode, runs): for
+        feeds of shapes earlier runs specialized a plan to, that plan."""
+        compiled = self._cached(fetches, feed_dict)
+        plan = compiled.plan
+        if plan.variants is not None and feed_dict:
+            plan = plan.variants.lookup(compiled.convert(
+                feed_dict.values() if compiled.flatten is None else compiled.flatten(feed_dict)))
+        return plan
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False) -> Callable:
         """A function running `fetches` with one positional feed value per `feed_list` entry, skipping all per-run

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import adplace as tf
+from adplace.kernels import registration
 from adplace.runtime import executor
 from placement_log import CPU0, GPU0, GPU1
 
@@ -111,6 +112,31 @@ def test_fed_tensor_on_gpu_needs_no_transfer(gpus):
         y = tf.sin(x)
     sess = tf.Session()
     assert sess.plan_for(y, {x: [0.0, 0.0]}).transfers == ()  # the placeholder follows its consumer
+
+
+def test_host_transfers_pass_the_array_on_and_nothing_writes_through_it(gpus):
+    """Between devices in host memory a transfer is the array itself: a consumer computing into a dying input
+    (buffer forwarding) must find the variable's or the caller's array still referred to, and copy."""
+    ones = np.ones((128, 128), np.float32)
+    with tf.device("/cpu:0"):
+        v = tf.Variable(ones, name="v")
+        x = tf.placeholder(tf.float32, [128, 128], name="x")
+        local = tf.sin(x)
+    with tf.device("/gpu:1"):
+        negated, shifted, moved = tf.negative(v), x + 1.0, tf.negative(local)
+    sess = tf.Session()
+    sess.run(v.initializer)
+    fed = np.full((128, 128), 2.0, np.float32)
+    plan = sess.plan_for([negated, shifted, moved], {x: fed})
+    assert len(plan.transfers) == 3
+    assert all(plan.kernels[i] is registration.forward for i in plan.transfer_steps)
+    for _ in range(3):
+        got = sess.run([negated, shifted, moved], {x: fed})
+        np.testing.assert_array_equal(got[0], -ones)
+        np.testing.assert_array_equal(got[1], fed + 1.0)
+        np.testing.assert_array_equal(got[2], -np.sin(fed))
+    np.testing.assert_array_equal(sess.run(v), ones)
+    np.testing.assert_array_equal(fed, np.full((128, 128), 2.0, np.float32))
 
 
 # --- frees ---------------------------------------------------------------------------------------------------------
