@@ -105,11 +105,18 @@ class ShapeVariants:
 
     def select(self, feeds):
         """The plan to run `feeds` with (counting this run towards a specialized plan for their shapes)."""
-        key = self.key(feeds)
+        positions = self.positions
+        try:  # one or two fed values of unknown shape (most programs) without a comprehension's frame
+            if len(positions) == 1:
+                key = (feeds[positions[0]].shape,)
+            elif len(positions) == 2:
+                key = (feeds[positions[0]].shape, feeds[positions[1]].shape)
+            else:
+                key = tuple([feeds[i].shape for i in positions])
+        except AttributeError:
+            return self.generic
         plan = self.table.get(key)
-        if plan is not None:
-            return plan
-        return self.generic if key is None else self._count(key)
+        return self._count(key) if plan is None else plan
 
     def lookup(self, feeds):
         """The plan `select(feeds)` would give now, counting nothing and building nothing."""
