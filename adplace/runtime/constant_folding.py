@@ -49,10 +49,10 @@ from adplace.runtime import simplification as _simplification
 from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 MAX_ELEMENTS = 1024  # a computed value larger than this is left to run: shapes and axes are small
-_NEVER = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-                    "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger", "Placeholder",
-                    "PlaceholderV2", "PlaceholderWithDefault", "PyFunc", "PyFuncStateless", "EagerPyFunc",
-                    "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient"})
+NEVER_FOLDED = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
+                          "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger", "Placeholder",
+                          "PlaceholderV2", "PlaceholderWithDefault", "PyFunc", "PyFuncStateless", "EagerPyFunc",
+                          "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient"})
 _SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 _OPAQUE = frozenset({_dtypes.resource, _dtypes.variant})
 
@@ -67,7 +67,7 @@ def enabled(config) -> bool:
 def foldable_op(op) -> bool:
     """Whether `op` may be computed at plan time at all: stateless, deterministic, plain values in and out."""
     op_def = op._op_def
-    if op._type in _NEVER or op_def.is_stateful or op_def.ref_inputs or is_variable_op(op):
+    if op._type in NEVER_FOLDED or op_def.is_stateful or op_def.ref_inputs or is_variable_op(op):
         return False
     return not any(t._dtype._is_ref or t._dtype.base_dtype in _OPAQUE for t in (*op._inputs, *op._outputs))
 

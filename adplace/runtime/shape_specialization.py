@@ -26,6 +26,7 @@ from typing import Callable
 from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import TensorShape
 from adplace.framework.tensor_util import values_known
+from adplace.runtime.constant_folding import NEVER_FOLDED
 from adplace.runtime.feeds import borrowable_feeds
 
 SPECIALIZE_AFTER = 2      # runs with a combination of fed shapes before its plan is built
@@ -33,9 +34,6 @@ MAX_VARIANTS = 8          # specialized plans per plan
 MAX_SEEN = 256            # combinations counted before the counts start over
 MAX_STEPS = 20_000        # a larger plan is not specialized: each variant costs a plan's build
 _log = logging.getLogger("adplace")
-_NEVER = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-                    "NextIteration", "RefNextIteration", "LoopCond", "PyFunc", "PyFuncStateless", "EagerPyFunc",
-                    "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient"})
 
 
 class Refiner:
@@ -57,7 +55,7 @@ class Refiner:
             if in_slots[0] in shapes:
                 shapes[out_slots[0]] = shapes[in_slots[0]]
             return
-        if op._type in _NEVER or len(in_slots) != len(op._inputs) or not op._outputs:
+        if op._type in NEVER_FOLDED or len(in_slots) != len(op._inputs) or not op._outputs:
             return
         if not any(s in shapes or s in known and t._op._type != "Const" for s, t in zip(in_slots, op._inputs)):
             return  # nothing its shape function did not see when the graph was built
