@@ -255,3 +255,55 @@ def test_a_plan_that_would_keep_a_lent_array_is_not_taken():
     assert general.keyed_ops and list(general.variants.table.values()) == [general]
     for _ in range(3):
         np.testing.assert_array_equal(sess.run(queue.dequeue()), fed)
+
+
+def _broadcast(x):
+    return tf.reduce_sum(tf.square(x * tf.constant([1.0, -2.0, 0.5]) + tf.reduce_mean(x, axis=1, keepdims=True)))
+
+
+def _reshapes(x):
+    flat = tf.reshape(x, [-1])
+    back = tf.reshape(flat, tf.shape(x, optimize=False))
+    return tf.reduce_sum(tf.expand_dims(back, 0) * tf.squeeze(tf.expand_dims(x, -1), -1))
+
+
+def _tile_and_transpose(x):
+    tiled = tf.tile(x, [2, 1])
+    return tf.reduce_sum(tf.matmul(tf.transpose(tiled), tiled)) + tf.reduce_sum(tf.broadcast_to(x[:1], tf.shape(x)))
+
+
+def _concat_and_split(x):
+    joined = tf.concat([x, 2.0 * x], axis=0)
+    first, second = tf.split(joined, 2, axis=0)
+    return tf.reduce_sum(first * second) + tf.reduce_sum(tf.stack([x, x], axis=1))
+
+
+def _classifier(x):
+    logits = tf.matmul(x, tf.constant(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)))
+    labels = tf.one_hot(tf.argmax(logits, axis=1), 4)
+    return tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=tf.nn.relu(logits) + 0.1))
+
+
+def _slices_and_gathers(x):
+    rows = tf.range(tf.shape(x)[0])
+    picked = tf.gather(x, tf.reverse(rows, [0]))
+    return tf.reduce_sum(picked[:, 1:] * x[:, :-1]) + tf.reduce_max(tf.reduce_min(x, axis=0))
+
+
+@pytest.mark.filterwarnings("ignore:Converting sparse IndexedSlices")
+@pytest.mark.parametrize("model", [_broadcast, _reshapes, _tile_and_transpose, _concat_and_split, _classifier,
+                                   _slices_and_gathers])
+def test_gradients_of_many_ops_are_the_same_in_every_specialized_plan(model):
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    value = model(x)
+    grad = tf.convert_to_tensor(tf.gradients(value, x)[0])  # a gather's gradient is IndexedSlices
+    sess, plain = tf.Session(), tf.Session(config=_unfolded())
+    rng = np.random.default_rng(7)
+    for rows in (1, 4, 1, 4, 6, 6, 4, 1):
+        feed = {x: rng.normal(size=(rows, 3)).astype(np.float32)}
+        got, want = sess.run([value, grad], feed), plain.run([value, grad], feed)
+        assert got[0] == want[0] and got[0].dtype == want[0].dtype
+        np.testing.assert_array_equal(got[1], want[1])
+    general = _general(sess, [value, grad], feed)
+    assert general.variants is not None and len(general.variants.table) == 3
+    assert all(plan is not general for plan in general.variants.table.values())
