@@ -115,7 +115,7 @@ def test_exact_count_of_variable_updates_ended_by_out_of_range():
         enqueue_ops = []
         for _ in range(3):
             with tf.control_dependencies([tf.py_func(take_ticket, [], tf.int64)]):
-                enqueue_ops.append(tf.assign_add(counter, 1).op)
+                enqueue_ops.append(tf.assign_add(counter, 1, use_locking=True).op)  # exact: no Hogwild race
         qr = tf.train.QueueRunner(types.SimpleNamespace(name="counter"), enqueue_ops, close_op, cancel_op)
         assert (qr.close_op, qr.cancel_op, qr.enqueue_ops, qr.name) == (close_op, cancel_op, enqueue_ops, "counter")
         coord = tf.train.Coordinator()
