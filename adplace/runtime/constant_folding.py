@@ -331,9 +331,10 @@ def fold(plan_lists: tuple, transfer_at: dict, preserved: set, dead: set | None,
             read.update(s for s in in_slots if s in avail)
     if not folded and not keyed:
         return Folded(transfer_at, [], [], [], [])
-    simplified = [index for index in simplifiable if dead is None and index not in folded and index not in keyed
-                  and _simplifiable(index, ops[index], plan_lists, transfer_at, preserved)
-                  and _simplification.simplify(index, plan_lists, found.known, shape_of)]
+    simplified = [] if dead is not None else [
+        index for index in simplifiable if index not in folded and index not in keyed
+        and _simplifiable(index, ops[index], plan_lists, transfer_at, preserved)
+        and _simplification.simplify(index, plan_lists, found.known, shape_of)]
     if simplified:  # a simplified step may no longer read its folded axes or shape
         read = {s for index, in_slots in enumerate(ins) if index not in folded and index not in keyed
                 for s in _as_tuple(in_slots) if s in avail}

@@ -11,11 +11,11 @@ values), has outputs, is not fetched, and whose outputs no remaining step reads 
 returns; a step reading only converted values is converted in turn. As in grappler, Assert, CheckNumerics,
 ControlTrigger, control flow, placeholders, function calls and reads of a variable (reference inputs) are never
 converted.
-A step constant folding simplified (reading its data input alone) converts as its op would. A converted step
-stays in the plan, reading what its op waits on (the values its inputs come from, or what a
-converted producer waited on), and returns nothing: step stats still list its op, and a parallel run still orders
-every op waiting on it after its inputs. Its kernel no longer runs, so it raises nothing (as in TF). Plans a cond
-may leave values dead in and a loop's sub-plans are left as they are. Turned off by
+A step constant folding simplified (reading its data input alone) converts as its op would. A converted step stays
+in the plan, reading what its op waits on (the values its inputs come from, or what a converted producer waited
+on), and returns nothing: step stats still list its op, and a parallel run still orders every op waiting on it after
+its inputs. Its kernel no longer runs, so it raises nothing (as in TF). Plans a cond may leave values dead in and a
+loop's sub-plans are left as they are. Turned off by
 `ConfigProto(graph_options=GraphOptions(rewrite_options=RewriterConfig(dependency_optimization=RewriterConfig.OFF)))`.
 """
 from __future__ import annotations

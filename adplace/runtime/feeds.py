@@ -279,10 +279,10 @@ def borrowable_feeds(plan) -> list[bool]:
 
     Kernels never write into their inputs and a non-view op's output is a new array (the contract that lets a
     variable's stored array be read without a copy), so sharing a fed array is safe unless it, or a view of it
-    (through view ops, forwarding ops, transfers and simplified steps), could outlive the run or leave it: it is fetched without a
-    copy (the fed tensor itself, a Slice, a cond's Merge) or reaches a stateful op (Assign, a queue, a TensorArray,
-    a dataset may keep it; training ops, Apply* and SparseApply*, only read theirs) or a while loop (the body may
-    keep a value). Computed once per plan (one pass over its steps).
+    (through view ops, forwarding ops, transfers and simplified steps), could outlive the run or leave it: it is
+    fetched without a copy (the fed tensor itself, a Slice, a cond's Merge) or reaches a stateful op (Assign, a
+    queue, a TensorArray, a dataset may keep it; training ops, Apply* and SparseApply*, only read theirs) or a while
+    loop (the body may keep a value). Computed once per plan (one pass over its steps).
     """
     with _BORROWABLE_LOCK:  # sessions compile in many threads; a WeakKeyDictionary is not safe for that alone
         borrow = _BORROWABLE.get(plan)

@@ -127,7 +127,7 @@ class KernelContext:
             return _gpu.upload_kernel(self.cuda_state(dst))
         if src is not None and src.is_cuda:
             return _gpu.download_kernel(self.cuda_state(src))
-        return forward  # host memory: the value itself (below)
+        return forward  # host memory: the value itself
 
     def fetch_converter(self, device, copy_host_values: bool) -> Callable:
         """How a fetch on a CUDA device reaches the caller: device arrays arrive in fresh pinned memory; host-memory

@@ -110,8 +110,10 @@ class ShapeVariants:
             elif len(positions) == 2:
                 key = (feeds[positions[0]].shape, feeds[positions[1]].shape)
             else:
-                key = tuple([feeds[i].shape for i in positions])
+                key = self.key(feeds)
         except AttributeError:
+            return self.generic
+        if key is None:
             return self.generic
         plan = self.table.get(key)
         return self._count(key) if plan is None else plan

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from adplace.kernels.registration import forward
+from adplace.runtime.plan_slots import as_tuple as _as_tuple
 
 _REDUCTIONS = frozenset({"Sum", "Mean", "Prod", "Max", "Min", "Any", "All"})
 
@@ -105,11 +106,11 @@ def simplify(index: int, plan_lists: tuple, known: dict, shape_of: Callable) -> 
     only a reshape; `shape_of(slot, tensor)` gives a slot's (refined) static shape. Whether it changed."""
     kernels, ins, _, ops, _ = plan_lists
     op = ops[index]
-    in_slots = ins[index] if type(ins[index]) is tuple else (ins[index],)
+    in_slots = _as_tuple(ins[index])
     x = in_slots[0]
     shape = shape_of(x, op._inputs[0])
     dims = shape.as_tuple() if shape.is_fully_defined() else None
-    rank = None if shape.ndims is None else shape.ndims
+    rank = shape.ndims
     if op._type == "Squeeze":
         result = _squeezed(op, dims)
     elif len(in_slots) == 2 and in_slots[1] in known:

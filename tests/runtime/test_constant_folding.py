@@ -1,22 +1,17 @@
 """Plan-time constant folding (adplace/runtime/constant_folding.py): folded plans against unfolded ones."""
 import functools
-import re
 
 import numpy as np
 import pytest
 
 import adplace as tf
 from adplace.ops.broadcast_ops import broadcast_gradient_args
+from folding_support import unfolded_config, unnumbered
 from thread_support import run_threads
-
-OFF = tf.RewriterConfig.OFF
 
 
 def _config(folding: bool, **kwargs) -> tf.ConfigProto:
-    config = tf.ConfigProto(**kwargs)
-    if not folding:
-        config.graph_options.rewrite_options.constant_folding = OFF
-    return config
+    return tf.ConfigProto(**kwargs) if folding else unfolded_config(**kwargs)
 
 
 def _sessions(**kwargs) -> tuple:
@@ -317,11 +312,6 @@ def test_many_threads_on_a_folded_plan_get_exact_values():
     run_threads(*(functools.partial(worker, k) for k in range(16)))
 
 
-def _unnumbered(name: str) -> str:
-    """A node name without the step number a copy's node carries (`flipped/_6`)."""
-    return re.sub(r"/_\d+$", "/_", name)
-
-
 def test_traced_runs_list_the_same_nodes_and_partitions_with_and_without_folding(gpus):
     v = tf.Variable(np.ones((2, 3), np.float32), name="v")
     x = tf.placeholder(tf.float32, [None], name="x")
@@ -338,9 +328,9 @@ def test_traced_runs_list_the_same_nodes_and_partitions_with_and_without_folding
         sess.run(v.initializer)
         metadata = tf.RunMetadata()
         assert sess.run(out, feed, options=options, run_metadata=metadata) == 6.0 + 4.0 * 8.0
-        traces.append({(d.device, _unnumbered(n.node_name)) for d in metadata.step_stats.dev_stats
+        traces.append({(d.device, unnumbered(n.node_name)) for d in metadata.step_stats.dev_stats
                        for n in d.node_stats})
-        partitions.append({(g.node[0].device, _unnumbered(n.name)) for g in metadata.partition_graphs for n in g.node})
+        partitions.append({(g.node[0].device, unnumbered(n.name)) for g in metadata.partition_graphs for n in g.node})
     plan = on.plan_for(out, feed)
     assert "Shape" in {op.type for op in plan.folded_ops} and "keyed" in {op.name for op in plan.keyed_ops}
     assert len(plan.steps) < len(off.plan_for(out, feed).steps)

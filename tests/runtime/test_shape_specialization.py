@@ -1,7 +1,6 @@
 """Plans specialized to their fed values' shapes (adplace/runtime/shape_specialization.py) against unspecialized
 plans: the same values, errors and traces, fewer steps."""
 import functools
-import re
 
 import numpy as np
 import pytest
@@ -10,15 +9,8 @@ import adplace as tf
 from adplace.framework.operation import Tensor
 from adplace.framework.tensor_shape import TensorShape
 from adplace.runtime import shape_specialization
+from folding_support import unfolded_config, unnumbered
 from thread_support import run_threads
-
-OFF = tf.RewriterConfig.OFF
-
-
-def _unfolded() -> tf.ConfigProto:
-    config = tf.ConfigProto()
-    config.graph_options.rewrite_options.constant_folding = OFF
-    return config
 
 
 def _fit():
@@ -50,7 +42,7 @@ def _general(sess, fetches, feed) -> object:
 
 def test_the_second_run_of_a_shape_builds_a_plan_that_folds_its_shape_arithmetic():
     x, y, loss, train = _fit()
-    sess, plain = _session(), _session(_unfolded())
+    sess, plain = _session(), _session(unfolded_config())
     rng = np.random.default_rng(0)
     xv, yv = _batch(rng, 8)
     feed = {x: xv, y: yv}
@@ -71,7 +63,7 @@ def test_the_second_run_of_a_shape_builds_a_plan_that_folds_its_shape_arithmetic
 
 def test_each_shape_runs_its_own_plan_with_the_values_of_an_unspecialized_one():
     x, y, loss, train = _fit()
-    sess, plain = _session(), _session(_unfolded())
+    sess, plain = _session(), _session(unfolded_config())
     rng = np.random.default_rng(1)
     sizes = [4, 7, 4, 7, 1, 4, 7, 1, 12, 4, 1, 7]
     for n in sizes:
@@ -87,7 +79,7 @@ def test_each_shape_runs_its_own_plan_with_the_values_of_an_unspecialized_one():
 def test_past_max_variants_new_shapes_run_the_general_plan(monkeypatch):
     monkeypatch.setattr(shape_specialization, "MAX_VARIANTS", 2)
     x, y, loss, train = _fit()
-    sess, plain = _session(), _session(_unfolded())
+    sess, plain = _session(), _session(unfolded_config())
     rng = np.random.default_rng(2)
     for n in (2, 2, 3, 3, 5, 5, 6, 6, 2, 5):
         feed = dict(zip((x, y), _batch(rng, n)))
@@ -99,7 +91,7 @@ def test_past_max_variants_new_shapes_run_the_general_plan(monkeypatch):
 
 def test_a_bad_shape_raises_the_unspecialized_error_and_changes_nothing():
     x, y, loss, train = _fit()
-    sess, plain = _session(), _session(_unfolded())
+    sess, plain = _session(), _session(unfolded_config())
     rng = np.random.default_rng(3)
     good = dict(zip((x, y), _batch(rng, 6)))
     for _ in range(3):
@@ -123,7 +115,7 @@ def test_threads_feeding_their_own_shapes_get_exact_values():
     loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - tf.reduce_sum(x, axis=1, keepdims=True)))
     grad = tf.gradients(loss, x)[0]
     inputs = [np.full((1 + k % 5, 4), k, np.float32) for k in range(10)]
-    plain = tf.Session(config=_unfolded())
+    plain = tf.Session(config=unfolded_config())
     want = [plain.run([loss, grad], {x: v}) for v in inputs]
     sess = tf.Session()
 
@@ -138,7 +130,7 @@ def test_threads_feeding_their_own_shapes_get_exact_values():
 
 def test_make_callable_runs_the_specialized_plan():
     x, y, loss, train = _fit()
-    sess, plain = _session(), _session(_unfolded())
+    sess, plain = _session(), _session(unfolded_config())
     step = sess.make_callable([train, loss], [x, y])
     rng = np.random.default_rng(4)
     for _ in range(4):
@@ -148,22 +140,18 @@ def test_make_callable_runs_the_specialized_plan():
     assert plan is not _general(sess, [train, loss], {x: xv, y: yv}) and plan.runs == 3
 
 
-def _unnumbered(name: str) -> str:
-    return re.sub(r"/_\d+$", "/_", name)
-
-
 def test_traces_of_a_specialized_plan_list_the_same_nodes_on_the_same_devices(gpus):
     x, y, loss, train = _fit()
     rng = np.random.default_rng(5)
     feed = dict(zip((x, y), _batch(rng, 4)))
     options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
     nodes = []
-    for sess in (_session(), _session(_unfolded())):
+    for sess in (_session(), _session(unfolded_config())):
         sess.run(train, feed)
         sess.run(train, feed)
         metadata = tf.RunMetadata()
         sess.run(train, feed, options=options, run_metadata=metadata)
-        nodes.append({(d.device, _unnumbered(n.node_name)) for d in metadata.step_stats.dev_stats
+        nodes.append({(d.device, unnumbered(n.node_name)) for d in metadata.step_stats.dev_stats
                       for n in d.node_stats})
     assert nodes[0] == nodes[1]
 
@@ -178,7 +166,7 @@ def test_plans_that_cannot_gain_are_not_specialized():
     flag = tf.placeholder(tf.bool, [], name="flag")
     branch = tf.cond(flag, lambda: tf.gradients(tf.reduce_mean(x * x), x)[0], lambda: x)
     assert sess.plan_for(branch, {x: np.ones(3, np.float32), flag: True}).variants is None  # a cond
-    off = tf.Session(config=_unfolded())
+    off = tf.Session(config=unfolded_config())
     grad_x = tf.gradients(tf.reduce_mean(x * x), x)[0]
     assert off.plan_for(grad_x, {x: np.ones(3, np.float32)}).variants is None               # folding off
 
@@ -228,7 +216,7 @@ def test_the_refiner_reads_folded_values_where_shape_functions_want_constants():
 
 def test_a_plan_that_cannot_be_specialized_leaves_the_general_plan_running(monkeypatch, caplog):
     x, y, loss, train = _fit()
-    sess, plain = _session(), _session(_unfolded())
+    sess, plain = _session(), _session(unfolded_config())
 
     def broken(*args, **kwargs):
         raise RuntimeError("no plan")
@@ -297,7 +285,7 @@ def test_gradients_of_many_ops_are_the_same_in_every_specialized_plan(model):
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     value = model(x)
     grad = tf.convert_to_tensor(tf.gradients(value, x)[0])  # a gather's gradient is IndexedSlices
-    sess, plain = tf.Session(), tf.Session(config=_unfolded())
+    sess, plain = tf.Session(), tf.Session(config=unfolded_config())
     rng = np.random.default_rng(7)
     for rows in (1, 4, 1, 4, 6, 6, 4, 1):
         feed = {x: rng.normal(size=(rows, 3)).astype(np.float32)}

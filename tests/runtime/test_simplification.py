@@ -8,14 +8,7 @@ import pytest
 import adplace as tf
 from adplace.kernels.registration import forward
 from adplace.runtime.feeds import borrowable_feeds
-
-OFF = tf.RewriterConfig.OFF
-
-
-def _unfolded() -> tf.ConfigProto:
-    config = tf.ConfigProto()
-    config.graph_options.rewrite_options.constant_folding = OFF
-    return config
+from folding_support import unfolded_config
 
 
 def _step(plan, op):
@@ -26,7 +19,7 @@ def _step(plan, op):
 def _check(out, feed: dict, inner, kind: str):
     """Fetch `out` (reading `inner`) with and without folding: the same values and dtype, and `inner`'s step an alias
     (kind "alias") or a bare reshape ("reshape") reading only its data input."""
-    sess, plain = tf.Session(), tf.Session(config=_unfolded())
+    sess, plain = tf.Session(), tf.Session(config=unfolded_config())
     got, want = sess.run(out, feed), plain.run(out, feed)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype and np.shape(got) == np.shape(want)
@@ -86,7 +79,7 @@ def test_what_would_fail_or_compute_keeps_its_kernel_and_its_error():
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     wrong = tf.reshape(x, [4, 2], name="wrong")  # 6 values into 8: only known to fail once x is fed
     moved = tf.transpose(tf.reshape(x, [2, 3]), [1, 0])
-    sess, plain = tf.Session(), tf.Session(config=_unfolded())
+    sess, plain = tf.Session(), tf.Session(config=unfolded_config())
     feed = {x: X}
     for _ in range(3):  # the general plan, then the plan specialized to x's shape
         with pytest.raises(tf.errors.InvalidArgumentError) as got:
