@@ -225,12 +225,12 @@ def _training_kernel(ref_names: tuple, value_names: tuple, update, grad_name: st
 def _committing_later(op, ctx, ref_ops: list, applied, checked, new_values, plan_in_place):
     """The kernel's form for a step its plan commits after the plan's last step (runtime/deferred_updates.py
     chooses the steps): it reads and checks as `applied` does, raising the same errors in the same step, then queues
-    (cells, their values read, `apply(arrays)` updating them in place, `out_of_place(olds)` giving new arrays) on
-    `steps.slot.deferred` for the session's commit (runtime/variable_state.py `commit_deferred`), which updates the
-    arrays in place only where nothing else refers to them. A step updating in place needs no undo record: it runs
-    only once the whole step has succeeded. Where the loop does not apply, or outside a committing step, it is
-    `applied` itself, which reads and checks again (rare: the form is offered only where Numba is installed); its
-    value (the new variable) is never read (the plan checks)."""
+    (cells, their values read, `apply(arrays)` updating them in place, `out_of_place(olds)` giving new arrays, the
+    op) on `steps.slot.deferred` for the session's commit (runtime/variable_state.py `commit_deferred`), which
+    updates the arrays in place only where nothing else refers to them. A step updating in place needs no undo
+    record: it runs only once the whole step has succeeded. Where the loop does not apply, or outside a committing
+    step, it is `applied` itself, which reads and checks again (rare: the form is offered only where Numba is
+    installed); its value (the new variable) is never read (the plan checks)."""
     cells = [ctx.variable(var_op) for var_op in ref_ops]
     steps, attrs = ctx.steps, op._attrs
 
@@ -243,7 +243,7 @@ def _committing_later(op, ctx, ref_ops: list, applied, checked, new_values, plan
         apply = plan_in_place(attrs, olds, values)
         if apply is None:
             return applied(*values)
-        deferred.append((cells, olds, apply, functools.partial(_out_of_place, new_values, cells, values)))
+        deferred.append((cells, olds, apply, functools.partial(_out_of_place, new_values, cells, values), op))
         return None
     return commit_later
 

@@ -80,6 +80,15 @@ def _gc_paused():
             gc.enable()
 
 
+def _commit_traced(plan: Plan, deferred: list, journal: list, records: list) -> None:
+    """commit_deferred for a traced step: each update's commit becomes a record of its step too (a second node of
+    its op in the step stats, after the step's last kernel), so that no time of the step goes unreported."""
+    timings: list = []
+    commit_deferred(deferred, journal, timings)
+    index = {id(op): i for i, op in enumerate(plan.ops)}
+    records.extend((index[id(op)], start, end, ident, None) for op, start, end, ident in timings)
+
+
 class _CompiledRun:
     """A cached run signature: the plan, its feed converters, how to rebuild the fetch structure, and how to flatten a
     feed_dict with nested-tuple keys into one value per converter (None: its values are already that).
@@ -222,11 +231,12 @@ class BaseSession:
             return self._execute_step(plan, feeds, compiled.build, None)
         return self._execute_plain(plan, feeds, compiled.build, None)
 
-    def _execute(self, plan: Plan, feeds, build: Callable, observed: Callable | None = None):
+    def _execute(self, plan: Plan, feeds, build: Callable, observed: Callable | None = None,
+                 records: list | None = None):
         """Run a plan and build the fetch structure. `observed`, when given, runs the plan instead of plan.fn (a
-        traced run, or one with a deadline)."""
+        traced run, or one with a deadline); a traced run's `records` get its deferred updates' commits too."""
         if plan.has_writes:
-            return self._execute_step(plan, feeds, build, observed)
+            return self._execute_step(plan, feeds, build, observed, records)
         return self._execute_plain(plan, feeds, build, observed)
 
     def _execute_plain(self, plan: Plan, feeds, build: Callable, observed: Callable | None):
@@ -243,7 +253,8 @@ class BaseSession:
         self._ran(plan)
         return result
 
-    def _execute_step(self, plan: Plan, feeds, build: Callable, observed: Callable | None):
+    def _execute_step(self, plan: Plan, feeds, build: Callable, observed: Callable | None,
+                      records: list | None = None):
         """A run that writes variables: it records its writes in a journal of its own and, on any failure (an
         error, a timeout, Ctrl-C), undoes each one no other step has overwritten since, without being interrupted
         itself. It waits while a snapshot (Saver.save) runs, so a snapshot never sees half of it. Updates its kernels
@@ -265,7 +276,10 @@ class BaseSession:
             slot.journal, slot.deferred = journal, deferred
             result = build(plan.fn(feeds) if observed is None else observed())
             if deferred:
-                commit_deferred(deferred, journal)
+                if records is None:
+                    commit_deferred(deferred, journal)
+                else:
+                    _commit_traced(plan, deferred, journal, records)
         except BaseException as exc:
             # Hold Ctrl-C back before undoing. Until the hold is in place, a Ctrl-C raises at the first call (inside
             # InterruptHold's, too): caught and retried here, with no call outside the try, then raised after the undo.
@@ -330,7 +344,7 @@ class BaseSession:
                 state.begin_trace()
             try:
                 result = self._execute(plan, feeds, build,
-                                       lambda: self._runner.run_observed(plan, feeds, deadline, records))
+                                       lambda: self._runner.run_observed(plan, feeds, deadline, records), records)
             finally:
                 gpu_times = {k: v for state in cuda for k, v in state.end_trace().items()}
             if gpu_times:

@@ -11,6 +11,10 @@ outputs (dtype, shape, allocation), the allocator memory it used, its thread, an
 in2)` led by `[allocator total peak] ` when an allocator took 0.1 MB or more. A fused GPU kernel is one node named
 after the chain's root, of type `_FusedElementwise`.
 
+An optimizer update that the step commits after its last kernel (runtime/deferred_updates.py) has a second node of
+its op, with the same label and no outputs, timing that commit: the update's memory traffic is reported where it is
+spent (on a large model, most of the update's time).
+
 A cross-device copy is a `_Recv` node on the destination device (TF's Send/Recv pair collapsed into the one copy that
 does the work), named `<source op>/_<k>` as DirectSession names the nodes it inserts, its label's one input the
 tensor it copies, so that TF's Timeline draws an arrow from the producer's device to the copy; its

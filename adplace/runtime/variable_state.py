@@ -211,16 +211,18 @@ def write_rows(cells: list, new_values, values, journal: list | None):
         hold.release()
 
 
-def commit_deferred(deferred: list, journal: list) -> None:
+def commit_deferred(deferred: list, journal: list, timings: list | None = None) -> None:
     """Apply the updates a step's kernels queued (kernels/state.py `_committing_later`), once all its kernels have
     run: each entry is (cells, their values when the kernel read them, `apply(arrays)` updating arrays in place,
-    `out_of_place(olds)` giving new arrays). With Ctrl-C held and every cell's lock held (in the global order):
+    `out_of_place(olds)` giving new arrays, the op). With Ctrl-C held and every cell's lock held (in the global order):
     - an entry whose cells still hold the values read, each claimed by `claim_in_place` (nothing else refers to it:
       no fetch result, reader, journal or snapshot), is applied in place, and the cells' versions bumped;
     - any other is computed into new arrays from the values read, and stored as the kernel would have, all of them
       before anything is changed in place: an error there (MemoryError) leaves every variable as the step left it,
       for the step's undo.
-    Then the step is committed: its journal is emptied, so a Ctrl-C delivered after the commit undoes nothing."""
+    Then the step is committed: its journal is emptied, so a Ctrl-C delivered after the commit undoes nothing.
+    `timings` (a traced step's) gets (op, start ns, end ns, thread ident) for each update's work, in perf_counter
+    nanoseconds: a trace shows where a deferred update's time went, after the step's last kernel."""
     hold = InterruptHold()  # before the try: a Ctrl-C reaching the old handler here finds nothing changed
     try:
         cells = sorted({cell for entry in deferred for cell in entry[0]}, key=_order)
@@ -231,7 +233,7 @@ def commit_deferred(deferred: list, journal: list) -> None:
                     step_aside(0)
                 cell.lock.acquire()
                 held += 1
-            _commit_locked(deferred, journal)
+            _commit_locked(deferred, journal, timings)
         finally:
             for cell in cells[:held]:
                 cell.lock.release()
@@ -244,10 +246,11 @@ def _order(cell) -> int:
     return cell.order
 
 
-def _commit_locked(deferred: list, journal: list) -> None:
+def _commit_locked(deferred: list, journal: list, timings: list | None) -> None:
     claimed, news = [], []
+    clock = time.perf_counter_ns if timings is not None else _untimed
     try:
-        for cells, olds, apply, out_of_place in deferred:
+        for cells, olds, apply, out_of_place, op in deferred:
             unchanged = True
             for cell, old in zip(cells, olds):
                 unchanged = unchanged and cell.value is old
@@ -256,30 +259,40 @@ def _commit_locked(deferred: list, journal: list) -> None:
                 olds.clear()
                 claims = [cell.claim_in_place() for cell in cells]
                 if all(claims):
-                    claimed.append((cells, apply))
+                    claimed.append((cells, apply, op))
                     continue
                 for cell in cells:  # a refused claim has cleared its flag already
                     cell.mutating = False
                 olds = [cell.value for cell in cells]
-            news.append((cells, out_of_place(olds)))
+            start = clock()
+            news.append((cells, out_of_place(olds), op, start, clock()))
     except BaseException:
-        for cells, _ in claimed:
+        for cells, _, _ in claimed:
             for cell in cells:
                 cell.mutating = False
         raise
     try:
-        for cells, apply in claimed:
+        for cells, apply, op in claimed:
+            start = clock()
             apply([cell.value for cell in cells])
             for cell in cells:
                 cell.version += 1
                 cell.spare = None  # an in-place update needs none: let the memory go
+            if timings is not None:
+                timings.append((op, start, clock(), threading.get_ident()))
     finally:
-        for cells, _ in claimed:
+        for cells, _, _ in claimed:
             for cell in cells:
                 cell.mutating = False
-    for cells, new in news:
+    for cells, new, op, start, end in news:
         for cell, value in zip(cells, new):
             cell.store(value, journal, True)
+        if timings is not None:
+            timings.append((op, start, end, threading.get_ident()))
+
+
+def _untimed() -> int:
+    return 0
 
 
 def _distinct(rows) -> np.ndarray:

@@ -268,3 +268,36 @@ def test_without_numba_loops_the_updates_run_in_their_steps(monkeypatch):
     addresses, _, _ = _side_by_side(refs, update, 3)
     assert len(addresses) == 2  # spares taking turns: the step computed out of place itself
     assert fused_updates.LOOP_MIN_ELEMENTS <= SHAPE[0] * SHAPE[1]
+
+
+def test_a_traced_step_reports_each_commit_as_a_node_of_its_op_after_the_last_kernel():
+    _, update = _update("adam")
+    (w2, _), update2 = _update("momentum", seed=1)
+    step = tf.group(update, update2)
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        plan = sess.plan_for(step)
+        deferred = sorted(plan.ops[i].name for i in plan.deferred_steps)
+        assert deferred == sorted([update.op.name, update2.op.name])
+        for hold in (False, True):  # held: momentum's commit computes new arrays (out of place)
+            held = sess._ctx.variable(w2.op).value if hold else None
+            kept = None if held is None else held.copy()
+            metadata = tf.RunMetadata()
+            sess.run(step, options=options, run_metadata=metadata)
+            nodes = sorted((n for d in metadata.step_stats.dev_stats for n in d.node_stats),
+                           key=lambda n: n.all_start_nanos)
+            by_name: dict = {}
+            for node in nodes:
+                by_name.setdefault(node.node_name, []).append(node)
+            assert sorted(name for name, found in by_name.items() if len(found) != 1) == deferred
+            commits = [by_name[name][1] for name in deferred]
+            kernels_end = max(n.all_start_nanos + n.all_end_rel_nanos for n in nodes
+                              if all(n is not commit for commit in commits))
+            for name, commit in zip(deferred, commits):
+                ran = by_name[name][0]
+                assert commit.all_start_nanos >= kernels_end and commit.all_end_rel_nanos > 0
+                assert commit.timeline_label == ran.timeline_label and not commit.output
+            if hold:
+                np.testing.assert_array_equal(held, kept)
+                assert sess._ctx.variable(w2.op).value is not held
