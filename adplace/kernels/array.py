@@ -249,8 +249,10 @@ def _unsorted_segment_sum(op, ctx):
                                        f"[0, {rows})")
         out = xp.zeros((rows,) + data.shape[ids.ndim:], dtype=data.dtype)
         kept = (ids >= 0) & (ids < rows)  # TF drops negative ids
-        data = xp.where(kept.reshape(kept.shape + (1,) * (data.ndim - ids.ndim)), data, xp.zeros((), data.dtype))
-        ufunc_at(xp, "add", out, xp.where(kept, ids, 0), data)
+        if xp is not np or not kept.all():  # (on the host, dropping none: the data as they are)
+            data = xp.where(kept.reshape(kept.shape + (1,) * (data.ndim - ids.ndim)), data, xp.zeros((), data.dtype))
+            ids = xp.where(kept, ids, 0)
+        ufunc_at(xp, "add", out, ids, data)
         return out
     return unsorted_segment_sum
 

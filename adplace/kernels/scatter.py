@@ -20,7 +20,7 @@ from adplace.framework.operation import ref_variable
 from adplace.framework.tensor_shape import dims_text
 from adplace.kernels import fused_updates
 from adplace.kernels.gpu import to_host
-from adplace.kernels.repeated_index import in_rounds, rounds, ufunc_at
+from adplace.kernels.repeated_index import in_rounds, rounds, take_rows, ufunc_at
 from adplace.kernels.registration import GPU_FLOAT, GPU_FLOATING, NO_GPU, kernel
 from adplace.kernels.state import (_adadelta, _adadelta_into, _adagrad, _adagrad_into, _centered_rms_prop,
                                    _centered_rms_prop_into, _holding, _momentum, _momentum_into, _rms_prop,
@@ -193,13 +193,15 @@ def _rows_of(n_refs: int, grad_at: int, indices_at: int):
             plan = rounds(indices)
             rows = plan[0][1] if plan else indices  # the first round names every row once
             at = xp.asarray(rows)
-            old_rows = [old[at] for old in olds]  # the first round's inputs, and the undo records of in-place writes
+            # the first round's inputs, and the undo records of in-place writes
+            old_rows = [take_rows(xp, old, at) for old in olds]
             news = [target(old, rows, xp.shape(old), before) for target, old, before in zip(targets, olds, old_rows)]
             for k, (positions, distinct) in enumerate(plan):
                 if k:
                     at = xp.asarray(distinct)
-                values[grad_at] = grad if len(plan) == 1 else grad[xp.asarray(positions)]  # one round: every row
-                for new, row_values in zip(news, step(*(old_rows if k == 0 else [new[at] for new in news]), *values)):
+                values[grad_at] = grad if len(plan) == 1 else take_rows(xp, grad, xp.asarray(positions))
+                inputs = old_rows if k == 0 else [take_rows(xp, new, at) for new in news]
+                for new, row_values in zip(news, step(*inputs, *values)):
                     new[at] = row_values
             return news
         return sparse_step

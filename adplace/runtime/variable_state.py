@@ -120,7 +120,8 @@ class VariableCell:
 
     def rows_undo(self, view_shape: tuple, rows: np.ndarray) -> RowsUndo:
         """The undo record of a row write about to change `rows` of the value viewed as `view_shape`."""
-        return RowsUndo(view_shape, rows, self.value.reshape(view_shape)[rows].copy())
+        value = self.value.reshape(view_shape)  # a new array of the rows (NumPy's `take`: faster than indexing)
+        return RowsUndo(view_shape, rows, value.take(rows, axis=0) if type(value) is np.ndarray else value[rows])
 
     def wrote_in_place(self, undo: RowsUndo, journal: list | None) -> None:
         """After an in-place row write (lock held): journal its undo, bump the version, let readers in again."""

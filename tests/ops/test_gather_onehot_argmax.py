@@ -122,6 +122,23 @@ def test_unsorted_segment_sum_matrix_ids_and_errors():
                                    tf.placeholder(tf.int32, [])).shape.as_list() == [None, 5]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_unsorted_segment_sum_adds_each_row_in_order_bit_for_bit(seed):
+    """Against out[id] += row for each row in turn, from +0.0: repeated ids, dropped negative ones (seeds 0-2) or
+    none dropped (3-5), and -0.0 rows, whose lone sum is +0.0."""
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((40, 6)).astype(np.float32)
+    data[::7] = -0.0
+    ids = rng.integers(-2 if seed < 3 else 0, 12, 40).astype(np.int32)
+    expected = np.zeros((12, 6), np.float32)
+    for i, row in zip(ids, data):
+        if i >= 0:
+            expected[i] = expected[i] + row
+    got = run(tf.unsorted_segment_sum(data, ids, 12))
+    np.testing.assert_array_equal(got, expected)
+    assert (np.signbit(got) == np.signbit(expected)).all()
+
+
 def test_unsorted_segment_sum_gradient():
     x = tf.placeholder(tf.float64, [4, 2])
     y = tf.unsorted_segment_sum(x, [1, -1, 0, 1], 3)
