@@ -121,7 +121,9 @@ def test_unlocked_increments_lose_updates_but_never_tear_a_vector(stress_scale):
     assert not torn, f"{len(torn)} of {samples[0]} samples were torn, e.g. {np.unique(torn[0])}"
     assert samples[0] > 0
     assert np.all(final == final[0]), f"torn final value: {np.unique(final)}"
-    assert final[0] == int(final[0]) and k <= final[0] <= THREADS * k
+    # Lost updates have no bound but this one: a writer that read long ago may store its stale sum over many others'
+    # (as TF's unlocked AssignAdd may), so the final count can be under k (4,557 of 4 x 5,000 in one CI run).
+    assert final[0] == int(final[0]) and 1 <= final[0] <= THREADS * k
 
 
 def test_graph_grows_from_two_threads_while_a_third_runs_it(stress_scale):
