@@ -41,18 +41,19 @@ def in_rounds(xp, combine, target, rows, values) -> None:
     _apply(xp, combine, target, rounds(np.asarray(to_host(rows))), values)
 
 
-def take_rows(xp, array, at):
-    """array[at] for an integer index array `at`: on NumPy the `take` method, which gathers rows of a 2-D or wider
-    array 1.5-4x faster than indexing does (the same elements; out-of-range indices raise IndexError as indexing's)."""
-    return array.take(at, axis=0) if xp is np and type(array) is np.ndarray else array[at]
+def take_rows(array, at):
+    """array[at], a new array, for an integer index array `at`: for a NumPy array its `take` method, which gathers
+    rows of a 2-D or wider array 1.5-4x faster than indexing does (the same elements; out-of-range indices raise
+    IndexError as indexing's); any other array (CuPy's) is indexed."""
+    return array.take(at, axis=0) if type(array) is np.ndarray else array[at]
 
 
 def _apply(xp, combine, target, plan: list, values) -> None:
     """The rounds of `plan` (from `rounds`): a single one holds every position in order, so it takes `values` whole."""
     for positions, distinct in plan:
         at = xp.asarray(distinct)
-        target[at] = combine(take_rows(xp, target, at),
-                             values if len(plan) == 1 else take_rows(xp, values, xp.asarray(positions)))
+        target[at] = combine(take_rows(target, at),
+                             values if len(plan) == 1 else take_rows(values, xp.asarray(positions)))
 
 
 def ufunc_at(xp, name: str, target, rows, values) -> None:

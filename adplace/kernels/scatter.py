@@ -194,13 +194,13 @@ def _rows_of(n_refs: int, grad_at: int, indices_at: int):
             rows = plan[0][1] if plan else indices  # the first round names every row once
             at = xp.asarray(rows)
             # the first round's inputs, and the undo records of in-place writes
-            old_rows = [take_rows(xp, old, at) for old in olds]
+            old_rows = [take_rows(old, at) for old in olds]
             news = [target(old, rows, xp.shape(old), before) for target, old, before in zip(targets, olds, old_rows)]
             for k, (positions, distinct) in enumerate(plan):
                 if k:
                     at = xp.asarray(distinct)
-                values[grad_at] = grad if len(plan) == 1 else take_rows(xp, grad, xp.asarray(positions))
-                inputs = old_rows if k == 0 else [take_rows(xp, new, at) for new in news]
+                values[grad_at] = grad if len(plan) == 1 else take_rows(grad, xp.asarray(positions))
+                inputs = old_rows if k == 0 else [take_rows(new, at) for new in news]
                 for new, row_values in zip(news, step(*inputs, *values)):
                     new[at] = row_values
             return news

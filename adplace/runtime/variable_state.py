@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from adplace.kernels.repeated_index import take_rows
+
 
 # Before blocking on a held variable lock, a writer gives up the GIL once (time.sleep(0)): the holder may be a thread
 # that got the lock while waiting for the GIL, and blocking then starts a convoy in which every later acquisition
@@ -120,8 +122,7 @@ class VariableCell:
 
     def rows_undo(self, view_shape: tuple, rows: np.ndarray) -> RowsUndo:
         """The undo record of a row write about to change `rows` of the value viewed as `view_shape`."""
-        value = self.value.reshape(view_shape)  # a new array of the rows (NumPy's `take`: faster than indexing)
-        return RowsUndo(view_shape, rows, value.take(rows, axis=0) if type(value) is np.ndarray else value[rows])
+        return RowsUndo(view_shape, rows, take_rows(self.value.reshape(view_shape), rows))
 
     def wrote_in_place(self, undo: RowsUndo, journal: list | None) -> None:
         """After an in-place row write (lock held): journal its undo, bump the version, let readers in again."""
